@@ -1,0 +1,10 @@
+"""dpstudio's compute engine: Density Peaks Clustering on a VP-tree, CPU (Numba) or GPU (CuPy).
+
+Never imports a UI library: usable headless from scripts, notebooks, the CLI and tests.
+"""
+
+from .backends import BackendUnavailable, get_backend
+from .data import DataError, Points, read_table, to_points, write_labels
+from .dpc import DensityPeaks
+
+__all__ = ["BackendUnavailable", "DataError", "DensityPeaks", "Points", "get_backend", "read_table", "to_points", "write_labels"]

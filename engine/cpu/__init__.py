@@ -1,0 +1,40 @@
+"""The CPU backend: Numba kernels over NumPy arrays. Every backend module offers these same names."""
+
+import platform
+
+import numpy as np
+
+from .assign import halo, labels, points_in_polygon
+from .density import delta, rho
+from .index import build_vptree
+
+name = "cpu"
+xp = np
+
+
+def device_name() -> str:
+    import numba
+
+    return f"CPU ({platform.processor() or platform.machine()}, {numba.get_num_threads()} threads)"
+
+
+def asarray(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values)
+
+
+def to_numpy(values) -> np.ndarray:
+    return np.asarray(values)
+
+
+def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, rank): points from densest to sparsest, ties by index; rank[i] = position of i in that order."""
+    order = np.argsort(-rho_values, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return order, rank
+
+
+__all__ = [
+    "asarray", "build_vptree", "delta", "density_order", "device_name", "halo", "labels",
+    "name", "points_in_polygon", "rho", "to_numpy", "xp",
+]  # fmt: skip

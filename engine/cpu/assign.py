@@ -1,0 +1,119 @@
+"""Labels from chosen centers, the halo, and lasso hit-testing on the CPU (Numba)."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..vptree import VPTree, bound_slack
+from .density import _BLOCK, _STACK, _ball_distance, _node_min
+from .geometry import segment_start, sq_dist
+
+
+@nb.njit(cache=True)
+def _follow_parents(parent, density_order, centers):
+    """Each point takes its parent's label; walking in density order, every parent is labelled first."""
+    labels = np.full(parent.shape[0], -1, np.int64)
+    for k in range(centers.shape[0]):
+        labels[centers[k]] = k
+    for i in density_order:
+        if labels[i] < 0:
+            labels[i] = labels[parent[i]]
+    return labels
+
+
+def labels(parent: np.ndarray, density_order: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    return _follow_parents(parent, density_order, centers)
+
+
+@nb.njit(cache=True)
+def _node_label(labels, depth):
+    """Each node's label if all its points share one, else -1 (tree order in, breadth-first nodes out)."""
+    n = labels.shape[0]
+    out = np.empty((2 << depth) - 1, np.int64)
+    first_leaf = (1 << depth) - 1
+    for j in range(1 << depth):
+        run = labels[segment_start(n, depth, j) : segment_start(n, depth, j + 1)]
+        out[first_leaf + j] = run[0] if run.min() == run.max() else -1
+    for k in range(first_leaf - 1, -1, -1):
+        out[k] = out[2 * k + 1] if out[2 * k + 1] == out[2 * k + 2] else -1
+    return out
+
+
+@nb.njit(cache=True)
+def _densest_other_label(p, points, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels):
+    """Largest rho among points within dc of position p that carry another label (-inf if none)."""
+    n = points.shape[0]
+    q, own = points[p], labels[p]
+    best = -np.inf
+    nodes[0], levels[0], top = 0, 0, 1
+    while top > 0:
+        top -= 1
+        k, level = nodes[top], levels[top]
+        if node_label[k] == own or node_max_rho[k] <= best:
+            continue
+        lower, upper = _ball_distance(q, center, radius, k, slack)
+        if lower >= dc_hi:
+            continue
+        if upper < dc_lo and node_label[k] >= 0:
+            best = node_max_rho[k]  # wholly inside, one other label: its densest point is the answer here
+            continue
+        j = k - ((1 << level) - 1)
+        if level == depth:
+            for t in range(segment_start(n, level, j), segment_start(n, level, j + 1)):
+                if labels[t] != own and rho[t] > best and sq_dist(q, points[t]) < dc2:
+                    best = rho[t]
+        else:
+            nodes[top], levels[top] = 2 * k + 1, level + 1
+            nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
+            top += 2
+    return best
+
+
+@nb.njit(parallel=True, cache=True)
+def _border_rho(points, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
+    n = points.shape[0]
+    for b in nb.prange((n + _BLOCK - 1) // _BLOCK):
+        nodes = np.empty(_STACK, np.int64)
+        levels = np.empty(_STACK, np.int64)
+        for p in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
+            other = _densest_other_label(
+                p, points, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels
+            )
+            out[p] = (rho[p] + other) / 2.0
+
+
+def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.ndarray:
+    """Rodriguez & Laio's halo: rho below the border density of the point's cluster."""
+    labels_tree = np.ascontiguousarray(labels[tree.ids])
+    rho_tree = np.ascontiguousarray(rho[tree.ids])
+    node_max_rho = -_node_min(-rho_tree, tree.depth)
+    node_label = _node_label(labels_tree, tree.depth)
+    dc2 = np.float32(np.float64(dc) ** 2)
+    dc_rule = np.sqrt(np.float64(dc2))
+    slack = bound_slack(tree.n_dims)
+    pair_rho = np.empty(tree.n_points, np.float64)
+    _border_rho(
+        tree.points, labels_tree, rho_tree, tree.center, tree.cover_radius, node_label, node_max_rho,
+        tree.depth, dc2, dc_rule * (1 - slack), dc_rule * (1 + slack), slack, pair_rho,
+    )  # fmt: skip
+    n_clusters = int(labels.max()) + 1
+    border = np.full(n_clusters, -np.inf)
+    np.maximum.at(border, labels_tree, pair_rho)
+    return rho < border[labels]
+
+
+@nb.njit(parallel=True, cache=True)
+def points_in_polygon(x, y, polygon):
+    """Even-odd rule: is each (x, y) inside the closed polygon (m, 2)?"""
+    n, m = x.shape[0], polygon.shape[0]
+    inside = np.zeros(n, np.bool_)
+    for i in nb.prange(n):
+        crossings = False
+        for a in range(m):
+            b = (a + 1) % m
+            xa, ya, xb, yb = polygon[a, 0], polygon[a, 1], polygon[b, 0], polygon[b, 1]
+            if (ya > y[i]) != (yb > y[i]) and x[i] < xa + (y[i] - ya) * (xb - xa) / (yb - ya):
+                crossings = not crossings
+        inside[i] = crossings
+    return inside

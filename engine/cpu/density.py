@@ -1,0 +1,217 @@
+"""rho (cut-off and Gaussian) and delta/parent on the CPU: Numba-parallel queries over the VP-tree.
+
+Queries run in tree order, so neighbouring queries share most of their traversal in cache (GDPC's
+calculation-order arrangement). A node's bounding ball decides, before any point of it is touched, whether
+the whole node lies inside the query ball (counted at once), outside it (skipped), or must be opened.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..vptree import VPTree, bound_slack
+from .geometry import segment_start, sq_dist
+
+_BLOCK = 256  # queries per parallel task: one traversal stack per task
+_STACK = 128  # deeper than any tree: depth <= 58 for int64 sizes, and each level adds at most one entry
+_NO_ID = np.iinfo(np.int64).max
+
+
+@nb.njit(cache=True)
+def _ball_distance(q, center, radius, k, slack):
+    """(lower, upper) bounds on the distance from q to any point of node k, widened by the slack."""
+    s = np.sqrt(np.float64(sq_dist(q, center[k])))
+    r = np.float64(radius[k])
+    pad = (s + r) * slack
+    return s - r - pad, s + r + pad
+
+
+@nb.njit(cache=True)
+def _density_of(p, points, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels):
+    """Cut-off count (self included) or Gaussian sum (self excluded) of query position p within the reach."""
+    n = points.shape[0]
+    q = points[p]
+    total = 0.0
+    nodes[0], levels[0], top = 0, 0, 1
+    while top > 0:
+        top -= 1
+        k, level = nodes[top], levels[top]
+        lower, upper = _ball_distance(q, center, radius, k, slack)
+        if lower >= reach_hi:
+            continue
+        j = k - ((1 << level) - 1)
+        start, end = segment_start(n, level, j), segment_start(n, level, j + 1)
+        if not gaussian and upper < reach_lo:
+            total += end - start
+        elif level == depth:
+            for t in range(start, end):
+                d2 = sq_dist(q, points[t])
+                if d2 < reach2:
+                    if not gaussian:
+                        total += 1.0
+                    elif t != p:
+                        total += np.exp(-np.float64(d2) * inv_dc2)
+        else:
+            nodes[top], levels[top] = 2 * k + 1, level + 1
+            nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
+            top += 2
+    return total
+
+
+@nb.njit(parallel=True, cache=True)
+def _rho_range(points, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first, last, rho):
+    n_blocks = (last - first + _BLOCK - 1) // _BLOCK
+    for b in nb.prange(n_blocks):
+        nodes = np.empty(_STACK, np.int64)
+        levels = np.empty(_STACK, np.int64)
+        for p in range(first + b * _BLOCK, min(last, first + (b + 1) * _BLOCK)):
+            total = _density_of(
+                p, points, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels
+            )
+            rho[p] = total if gaussian else total - 1.0
+
+
+@nb.njit(cache=True)
+def _node_min(values, depth):
+    """Minimum of ``values`` (tree order) over every node's run, leaves first, then bottom-up."""
+    n = values.shape[0]
+    out = np.empty((2 << depth) - 1, values.dtype)
+    first_leaf = (1 << depth) - 1
+    for j in range(1 << depth):
+        out[first_leaf + j] = values[segment_start(n, depth, j) : segment_start(n, depth, j + 1)].min()
+    for k in range(first_leaf - 1, -1, -1):
+        out[k] = min(out[2 * k + 1], out[2 * k + 2])
+    return out
+
+
+@nb.njit(cache=True)
+def _leaf_of(n, depth, p):
+    j = (np.int64(p) << depth) // n
+    while segment_start(n, depth, j + 1) <= p:
+        j += 1
+    while segment_start(n, depth, j) > p:
+        j -= 1
+    return j
+
+
+@nb.njit(cache=True)
+def _scan_denser(q, r, start, end, points, ids, rank, best_d2, best_id):
+    for t in range(start, end):
+        if rank[t] < r:
+            d2 = sq_dist(q, points[t])
+            if d2 < best_d2 or (d2 == best_d2 and ids[t] < best_id):
+                best_d2, best_id = d2, ids[t]
+    return best_d2, best_id
+
+
+@nb.njit(cache=True)
+def _nearest_denser(p, points, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers):
+    """(squared distance, original id) of the nearest point denser than position p; ties go to the smaller id."""
+    n = points.shape[0]
+    q, r = points[p], rank[p]
+    own_leaf = (1 << depth) - 1 + _leaf_of(n, depth, p)
+    j = own_leaf - ((1 << depth) - 1)
+    best_d2, best_id = _scan_denser(
+        q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), points, ids, rank, np.float32(np.inf), _NO_ID
+    )
+    nodes[0], levels[0], lowers[0], top = 0, 0, 0.0, 1
+    while top > 0:
+        top -= 1
+        k, level, lower = nodes[top], levels[top], lowers[top]
+        best = np.sqrt(np.float64(best_d2))
+        # nothing denser here, everything strictly farther, or at best a tie lost to a smaller id
+        if min_rank[k] >= r or lower > best or (lower >= best and min_id[k] > best_id) or k == own_leaf:
+            continue
+        if level == depth:
+            j = k - ((1 << depth) - 1)
+            best_d2, best_id = _scan_denser(
+                q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), points, ids, rank, best_d2, best_id
+            )
+            continue
+        near, far = 2 * k + 1, 2 * k + 2
+        near_lower = _ball_distance(q, center, radius, near, slack)[0]
+        far_lower = _ball_distance(q, center, radius, far, slack)[0]
+        if far_lower < near_lower:
+            near, far, near_lower, far_lower = far, near, far_lower, near_lower
+        nodes[top], levels[top], lowers[top] = far, level + 1, far_lower
+        nodes[top + 1], levels[top + 1], lowers[top + 1] = near, level + 1, near_lower
+        top += 2
+    return best_d2, best_id
+
+
+@nb.njit(parallel=True, cache=True)
+def _delta_range(points, ids, rank, center, radius, min_rank, min_id, depth, slack, first, last, delta2, parent):
+    n_blocks = (last - first + _BLOCK - 1) // _BLOCK
+    for b in nb.prange(n_blocks):
+        nodes = np.empty(_STACK, np.int64)
+        levels = np.empty(_STACK, np.int64)
+        lowers = np.empty(_STACK, np.float64)
+        for p in range(first + b * _BLOCK, min(last, first + (b + 1) * _BLOCK)):
+            if rank[p] == 0:
+                continue  # the densest point has no denser point; set by the caller
+            d2, i = _nearest_denser(p, points, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers)
+            delta2[p], parent[p] = d2, i
+
+
+@nb.njit(parallel=True, cache=True)
+def _farthest_d2(points, q):
+    best = np.float32(0.0)
+    for t in nb.prange(points.shape[0]):
+        best = max(best, sq_dist(q, points[t]))
+    return best
+
+
+def _chunks(n: int, progress):
+    """Query ranges small enough to report progress, large enough to keep both cores busy."""
+    step = max(1 << 16, -(-n // 50))
+    for first in range(0, n, step):
+        yield first, min(n, first + step)
+        if progress is not None:
+            progress(min(n, first + step) / n)
+
+
+def gaussian_reach(dc: float) -> float:
+    """Radius beyond which Gaussian weights are dropped (see DensityPeaks docs for the error bound)."""
+    return 3.0 * dc
+
+
+def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
+    """Local density of every point, in original order (float64)."""
+    gaussian = kernel == "gaussian"
+    reach = gaussian_reach(dc) if gaussian else dc
+    reach2 = np.float32(np.float64(reach) ** 2)
+    reach_rule = np.sqrt(np.float64(reach2))
+    slack = bound_slack(tree.n_dims)
+    rho_tree = np.empty(tree.n_points, np.float64)
+    for first, last in _chunks(tree.n_points, progress):
+        _rho_range(
+            tree.points, tree.center, tree.cover_radius, tree.depth, reach2,
+            reach_rule * (1 - slack), reach_rule * (1 + slack), 1.0 / np.float64(dc) ** 2, gaussian, slack,
+            first, last, rho_tree,
+        )  # fmt: skip
+    out = np.empty_like(rho_tree)
+    out[tree.ids] = rho_tree
+    return out
+
+
+def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """(delta, parent) in original order, given every point's density rank (0 = densest)."""
+    rank_tree = np.ascontiguousarray(rank[tree.ids])
+    min_rank = _node_min(rank_tree, tree.depth)
+    delta2 = np.empty(tree.n_points, np.float32)
+    parent = np.empty(tree.n_points, np.int64)
+    densest = int(np.argmin(rank_tree))
+    delta2[densest] = _farthest_d2(tree.points, tree.points[densest])
+    parent[densest] = -1
+    slack = bound_slack(tree.n_dims)
+    for first, last in _chunks(tree.n_points, progress):
+        _delta_range(
+            tree.points, tree.ids, rank_tree, tree.center, tree.cover_radius, min_rank, tree.min_id,
+            tree.depth, slack, first, last, delta2, parent,
+        )  # fmt: skip
+    out_delta = np.empty(tree.n_points, np.float64)
+    out_parent = np.empty(tree.n_points, np.int64)
+    out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))
+    out_parent[tree.ids] = parent
+    return out_delta, out_parent

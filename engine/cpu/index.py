@@ -1,0 +1,100 @@
+"""Level-synchronous construction of the GDPC VP-tree on the CPU (Numba)."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..vptree import VPTree, tree_depth
+from .geometry import segment_start, sq_dist
+
+
+@nb.njit(parallel=True, cache=True)
+def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
+    """Sort each node's run of one level by distance to its vantage point and pick the children's vantage points.
+
+    ``order`` maps tree positions to rows of ``points`` and is permuted in place. Stable sorting keeps equal
+    distances in index order, so duplicate points end up in runs of increasing index.
+    """
+    n = order.shape[0]
+    n_nodes = 1 << level
+    first_node = n_nodes - 1
+    for j in nb.prange(n_nodes):
+        start = segment_start(n, level, j)
+        end = segment_start(n, level, j + 1)
+        mid = segment_start(n, level + 1, 2 * j + 1)
+        vp = points[vantage_pos[j]]
+        dist2 = np.empty(end - start, np.float32)
+        for t in range(start, end):
+            dist2[t - start] = sq_dist(points[order[t]], vp)
+        by_distance = np.argsort(dist2, kind="mergesort")
+        run = order[start:end].copy()
+        for t in range(end - start):
+            order[start + t] = run[by_distance[t]]
+        split_radius[first_node + j] = np.sqrt(np.float64(dist2[by_distance[mid - start - 1]]))
+        # the farthest point of each half from the parent's vantage point is a good corner to split from next
+        next_vantage[2 * j] = order[mid - 1]
+        next_vantage[2 * j + 1] = order[end - 1]
+
+
+@nb.njit(parallel=True, cache=True)
+def _bounding_balls(points, ids, depth, center, cover_radius, min_id):
+    """Bounding ball and smallest original index of every node, one level at a time (all nodes of a level at once)."""
+    n, d = points.shape
+    for level in range(depth + 1):
+        n_nodes = 1 << level
+        first_node = n_nodes - 1
+        for j in nb.prange(n_nodes):
+            start = segment_start(n, level, j)
+            end = segment_start(n, level, j + 1)
+            k = first_node + j
+            acc = np.zeros(d, np.float64)
+            smallest = ids[start]
+            for t in range(start, end):
+                for c in range(d):
+                    acc[c] += points[t, c]
+                smallest = min(smallest, ids[t])
+            for c in range(d):
+                center[k, c] = np.float32(acc[c] / (end - start))
+            radius2 = np.float32(0.0)
+            for t in range(start, end):
+                radius2 = max(radius2, sq_dist(points[t], center[k]))
+            cover_radius[k] = np.float32(np.sqrt(np.float64(radius2)))
+            min_id[k] = smallest
+
+
+@nb.njit(cache=True)
+def _farthest_from(points, origin):
+    best, best_d2 = 0, np.float32(-1.0)
+    for i in range(points.shape[0]):
+        d2 = sq_dist(points[i], origin)
+        if d2 > best_d2:
+            best, best_d2 = i, d2
+    return best
+
+
+def build_vptree(points: np.ndarray, progress=None) -> VPTree:
+    """Build the tree over float32 points (N, d); ``progress(fraction)`` is called once per level."""
+    n, d = points.shape
+    depth = tree_depth(n)
+    order = np.arange(n, dtype=np.int64)
+    n_internal = (1 << depth) - 1
+    split_radius = np.zeros(n_internal, np.float32)
+    vantage = np.zeros(n_internal, np.int64)
+    vantage_pos = np.array([_farthest_from(points, points[0])], np.int64)
+    for level in range(depth):
+        vantage[(1 << level) - 1 : (2 << level) - 1] = vantage_pos
+        next_vantage = np.empty(2 << level, np.int64)
+        _split_level(points, order, vantage_pos, level, split_radius, next_vantage)
+        vantage_pos = next_vantage
+        if progress is not None:
+            progress((level + 1) / (depth + 1))
+    tree_points = np.ascontiguousarray(points[order])
+    n_nodes = (2 << depth) - 1
+    center = np.empty((n_nodes, d), np.float32)
+    cover_radius = np.empty(n_nodes, np.float32)
+    min_id = np.empty(n_nodes, np.int64)
+    _bounding_balls(tree_points, order, depth, center, cover_radius, min_id)
+    if progress is not None:
+        progress(1.0)
+    return VPTree(tree_points, order, vantage, split_radius, center, cover_radius, min_id, depth)

@@ -1,0 +1,166 @@
+"""Reading, validating and writing data: every problem with the input becomes one readable DataError."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": None}
+READABLE = (*TABLE_SUFFIXES, ".parquet", ".pq", ".npy")
+
+
+class DataError(ValueError):
+    """The input cannot be clustered; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class Points:
+    """Validated points ready for the engine."""
+
+    values: np.ndarray  # (N, d) float32, C-contiguous
+    columns: tuple[str, ...]
+    dropped_rows: np.ndarray  # original row numbers removed for NaN/inf (empty unless asked to drop)
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read CSV/TSV/TXT (header detected), Parquet or NPY into a DataFrame with string column names."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix not in READABLE:
+        raise DataError(f"unsupported file type '{suffix or path.name}' (expected one of {', '.join(READABLE)})")
+    try:
+        if suffix == ".npy":
+            frame = _read_npy(path)
+        elif suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        else:
+            frame = _read_delimited(path, TABLE_SUFFIXES[suffix])
+    except DataError:
+        raise
+    except Exception as exc:  # a parser's own message, kept to one line
+        raise DataError(f"cannot read {path.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
+    if len(frame) == 0:
+        raise DataError(f"{path.name} has no rows")
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def _read_npy(path: Path) -> pd.DataFrame:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise DataError(f"{path.name} holds Python objects; only numeric .npy files are read") from exc
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"{path.name} has shape {array.shape}; expected (N, d)")
+    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        raise DataError(f"{path.name} has dtype {array.dtype}; expected real numbers")
+    return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
+
+
+def _read_delimited(path: Path, sep: str | None) -> pd.DataFrame:
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        first = next((line for line in handle if line.strip()), "")
+    if not first:
+        raise DataError(f"{path.name} has no rows")
+    if sep is None:  # .txt: whichever of tab, comma, semicolon the first line uses, else whitespace
+        sep = next((s for s in ("\t", ",", ";") if s in first), r"\s+")
+    fields = [f.strip().strip('"') for f in (first.split() if sep == r"\s+" else first.split(sep))]
+    has_header = not all(_is_number(f) for f in fields)
+    return pd.read_csv(path, sep=sep, header=0 if has_header else None, skip_blank_lines=True)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _numeric_column(frame: pd.DataFrame, name: str, named_by_user: bool) -> np.ndarray | None:
+    """The column as float64, None if it is text to be skipped; a mostly numeric column with stray text is an error."""
+    column = frame[name]
+    if pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(np.float64)
+    if pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy(np.float64, na_value=np.nan)
+    parsed = pd.to_numeric(column, errors="coerce")
+    bad = parsed.isna() & column.notna() & (column.astype(str).str.strip() != "")
+    if bad.all() and not named_by_user:
+        return None
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(f"column '{name}' is not numeric: value {column.iloc[row]!r} at row {row} (0-based)")
+    return parsed.to_numpy(np.float64, na_value=np.nan)
+
+
+def to_points(
+    data,
+    columns: list[str] | None = None,
+    *,
+    standardize: bool = False,
+    drop_nonfinite: bool = False,
+) -> Points:
+    """Validate a path, DataFrame or array into float32 points (N >= 2, d >= 1, all finite)."""
+    if isinstance(data, (str, Path)):
+        frame = read_table(data)
+    elif isinstance(data, pd.DataFrame):
+        frame = data.rename(columns=str)
+    else:
+        array = np.asarray(data)
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2:
+            raise DataError(f"expected a 2-D array (N, d), got shape {array.shape}")
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise DataError(f"expected numbers, got dtype {array.dtype}")
+        frame = pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
+
+    if columns:
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise DataError(f"no column named {missing[0]!r} (available: {', '.join(frame.columns)})")
+        chosen = {c: _numeric_column(frame, c, True) for c in columns}
+    else:
+        chosen = {c: v for c in frame.columns if (v := _numeric_column(frame, c, False)) is not None}
+        if not chosen:
+            raise DataError(f"no numeric columns (columns: {', '.join(frame.columns)})")
+    values = np.column_stack(list(chosen.values())) if chosen else np.empty((len(frame), 0))
+
+    finite = np.isfinite(values).all(axis=1)
+    dropped = np.flatnonzero(~finite)
+    if dropped.size and not drop_nonfinite:
+        raise DataError(
+            f"{dropped.size} row(s) contain NaN or infinite values (first at row {dropped[0]}, 0-based); "
+            "drop them with drop_nonfinite=True / --drop-nonfinite"
+        )
+    values = values[finite]
+    if values.shape[0] < 2:
+        raise DataError(f"need at least 2 points, got {values.shape[0]}")
+    if standardize:
+        spread = values.std(axis=0)
+        values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    if np.abs(values).max() > np.finfo(np.float32).max:
+        raise DataError("values exceed the float32 range; rescale the data or use --standardize")
+    return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), dropped)
+
+
+def write_labels(path: str | Path, table: pd.DataFrame) -> None:
+    """Write a per-point result table as CSV or Parquet, chosen by the file's suffix."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise DataError(f"cannot write '{suffix or path.name}': use a .csv or .parquet file name")
+    if not path.parent.exists():
+        raise DataError(f"folder not found: {path.parent}")
+    if suffix == ".csv":
+        table.to_csv(path, index=False)
+    else:
+        table.to_parquet(path, index=False)

@@ -1,0 +1,68 @@
+"""The vectorized VP-tree of GDPC: an array layout shared by every backend.
+
+Layout (breadth first, node k has children 2k+1 and 2k+2):
+
+* The tree is complete: ``depth`` internal levels, then ``2**depth`` leaves of at most ``LEAF_SIZE`` points.
+* Every node owns a contiguous run of tree positions, fixed by arithmetic alone: node j of level L owns
+  ``[j*N >> L, (j+1)*N >> L)``. A whole subtree is therefore one slice, and its size is known without a look-up.
+* ``points`` holds the data reordered into tree positions and ``ids`` the original index of each position
+  (GDPC's leaf arrays; vantage points stay in their leaves).
+* Internal node k split its run by distance to its vantage point ``vantage[k]`` at the median:
+  the inside child holds the nearer half, ``split_radius[k]`` is its largest distance.
+* Beyond the paper, each node carries a bounding ball (``center``, ``cover_radius``), used by every query to
+  count a whole subtree inside the dc-ball or skip it, and ``min_id``, the smallest original index in the node,
+  which settles distance ties without visiting the node.
+
+Distances are float32: the squared distance is summed dimension by dimension in float32 without fused
+multiply-add, so every backend computes bit-identical values. Bounds built from them carry a relative slack
+(``bound_slack``) larger than their rounding error, so pruning never changes an exact result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+LEAF_SIZE = 32
+
+
+def tree_depth(n_points: int) -> int:
+    """Number of internal levels so that every leaf holds at most LEAF_SIZE points."""
+    depth = 0
+    while (n_points + (1 << depth) - 1) >> depth > LEAF_SIZE:
+        depth += 1
+    return depth
+
+
+def bound_slack(n_dims: int) -> float:
+    """Relative slack on triangle-inequality bounds: far above float32 rounding of a d-term distance."""
+    return (n_dims + 8) * 2.0**-20
+
+
+@dataclass(frozen=True)
+class VPTree:
+    points: Any  # (N, d) float32, tree order
+    ids: Any  # (N,) int64, original index of each tree position
+    vantage: Any  # (2**depth - 1,) int64, original index of each internal node's vantage point
+    split_radius: Any  # (2**depth - 1,) float32, largest distance inside the near half
+    center: Any  # (2**(depth+1) - 1, d) float32, bounding-ball centre of each node
+    cover_radius: Any  # (2**(depth+1) - 1,) float32, bounding-ball radius of each node
+    min_id: Any  # (2**(depth+1) - 1,) int64, smallest original index in each node
+    depth: int
+
+    @property
+    def n_points(self) -> int:
+        return int(self.points.shape[0])
+
+    @property
+    def n_dims(self) -> int:
+        return int(self.points.shape[1])
+
+    @property
+    def n_nodes(self) -> int:
+        return (2 << self.depth) - 1
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.points, self.ids, self.vantage, self.split_radius, self.center, self.cover_radius, self.min_id)
+        return int(sum(a.nbytes for a in arrays))
