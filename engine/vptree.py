@@ -5,8 +5,9 @@ Layout (breadth first, node k has children 2k+1 and 2k+2):
 * The tree is complete: ``depth`` internal levels, then ``2**depth`` leaves of at most ``LEAF_SIZE`` points.
 * Every node owns a contiguous run of tree positions, fixed by arithmetic alone: node j of level L owns
   ``[j*N >> L, (j+1)*N >> L)``. A whole subtree is therefore one slice, and its size is known without a look-up.
-* ``points`` holds the data reordered into tree positions and ``ids`` the original index of each position
-  (GDPC's leaf arrays; vantage points stay in their leaves).
+* ``coords`` holds the data reordered into tree positions, one row per dimension (so a leaf scan is a
+  unit-stride loop per dimension: SIMD on the CPU, coalesced on the GPU), and ``ids`` the original index of
+  each position (GDPC's leaf arrays; vantage points stay in their leaves).
 * Internal node k split its run by distance to its vantage point ``vantage[k]`` at the median:
   the inside child holds the nearer half, ``split_radius[k]`` is its largest distance.
 * Beyond the paper, each node carries a bounding ball (``center``, ``cover_radius``), used by every query to
@@ -41,7 +42,7 @@ def bound_slack(n_dims: int) -> float:
 
 @dataclass(frozen=True)
 class VPTree:
-    points: Any  # (N, d) float32, tree order
+    coords: Any  # (d, N) float32, tree order
     ids: Any  # (N,) int64, original index of each tree position
     vantage: Any  # (2**depth - 1,) int64, original index of each internal node's vantage point
     split_radius: Any  # (2**depth - 1,) float32, largest distance inside the near half
@@ -52,11 +53,11 @@ class VPTree:
 
     @property
     def n_points(self) -> int:
-        return int(self.points.shape[0])
+        return int(self.coords.shape[1])
 
     @property
     def n_dims(self) -> int:
-        return int(self.points.shape[1])
+        return int(self.coords.shape[0])
 
     @property
     def n_nodes(self) -> int:
@@ -64,5 +65,5 @@ class VPTree:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.points, self.ids, self.vantage, self.split_radius, self.center, self.cover_radius, self.min_id)
+        arrays = (self.coords, self.ids, self.vantage, self.split_radius, self.center, self.cover_radius, self.min_id)
         return int(sum(a.nbytes for a in arrays))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import VPTree, bound_slack
+from ..vptree import LEAF_SIZE, VPTree, bound_slack
 from .density import _BLOCK, _STACK, _ball_distance, _node_min
-from .geometry import segment_start, sq_dist
+from .geometry import leaf_sq_dists, segment_start
 
 
 @nb.njit(cache=True)
@@ -41,10 +41,10 @@ def _node_label(labels, depth):
 
 
 @nb.njit(cache=True)
-def _densest_other_label(p, points, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels):
+def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq):
     """Largest rho among points within dc of position p that carry another label (-inf if none)."""
-    n = points.shape[0]
-    q, own = points[p], labels[p]
+    n = coords.shape[1]
+    own = labels[p]
     best = -np.inf
     nodes[0], levels[0], top = 0, 0, 1
     while top > 0:
@@ -60,8 +60,10 @@ def _densest_other_label(p, points, labels, rho, center, radius, node_label, nod
             continue
         j = k - ((1 << level) - 1)
         if level == depth:
-            for t in range(segment_start(n, level, j), segment_start(n, level, j + 1)):
-                if labels[t] != own and rho[t] > best and sq_dist(q, points[t]) < dc2:
+            start, end = segment_start(n, level, j), segment_start(n, level, j + 1)
+            leaf_sq_dists(coords, q, start, end, sq)
+            for t in range(start, end):
+                if labels[t] != own and rho[t] > best and sq[t - start] < dc2:
                     best = rho[t]
         else:
             nodes[top], levels[top] = 2 * k + 1, level + 1
@@ -71,14 +73,16 @@ def _densest_other_label(p, points, labels, rho, center, radius, node_label, nod
 
 
 @nb.njit(parallel=True, cache=True)
-def _border_rho(points, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
-    n = points.shape[0]
+def _border_rho(coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
+    n = coords.shape[1]
     for b in nb.prange((n + _BLOCK - 1) // _BLOCK):
         nodes = np.empty(_STACK, np.int64)
         levels = np.empty(_STACK, np.int64)
+        sq = np.empty(LEAF_SIZE, np.float32)
         for p in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
+            q = coords[:, p].copy()
             other = _densest_other_label(
-                p, points, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels
+                q, p, coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq
             )
             out[p] = (rho[p] + other) / 2.0
 
@@ -94,7 +98,7 @@ def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.nda
     slack = bound_slack(tree.n_dims)
     pair_rho = np.empty(tree.n_points, np.float64)
     _border_rho(
-        tree.points, labels_tree, rho_tree, tree.center, tree.cover_radius, node_label, node_max_rho,
+        tree.coords, labels_tree, rho_tree, tree.center, tree.cover_radius, node_label, node_max_rho,
         tree.depth, dc2, dc_rule * (1 - slack), dc_rule * (1 + slack), slack, pair_rho,
     )  # fmt: skip
     n_clusters = int(labels.max()) + 1

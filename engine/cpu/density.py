@@ -10,8 +10,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import VPTree, bound_slack
-from .geometry import segment_start, sq_dist
+from ..vptree import LEAF_SIZE, VPTree, bound_slack
+from .geometry import leaf_sq_dists, segment_start, sq_dist
 
 _BLOCK = 256  # queries per parallel task: one traversal stack per task
 _STACK = 128  # deeper than any tree: depth <= 58 for int64 sizes, and each level adds at most one entry
@@ -28,10 +28,9 @@ def _ball_distance(q, center, radius, k, slack):
 
 
 @nb.njit(cache=True)
-def _density_of(p, points, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels):
-    """Cut-off count (self included) or Gaussian sum (self excluded) of query position p within the reach."""
-    n = points.shape[0]
-    q = points[p]
+def _density_of(q, p, coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels, sq):
+    """Cut-off count (self included) or Gaussian sum (self excluded) of query q at position p within the reach."""
+    n = coords.shape[1]
     total = 0.0
     nodes[0], levels[0], top = 0, 0, 1
     while top > 0:
@@ -45,13 +44,16 @@ def _density_of(p, points, center, radius, depth, reach2, reach_lo, reach_hi, in
         if not gaussian and upper < reach_lo:
             total += end - start
         elif level == depth:
-            for t in range(start, end):
-                d2 = sq_dist(q, points[t])
-                if d2 < reach2:
-                    if not gaussian:
-                        total += 1.0
-                    elif t != p:
-                        total += np.exp(-np.float64(d2) * inv_dc2)
+            leaf_sq_dists(coords, q, start, end, sq)
+            if not gaussian:
+                inside = 0
+                for t in range(end - start):
+                    inside += sq[t] < reach2
+                total += inside
+            else:
+                for t in range(end - start):
+                    if sq[t] < reach2 and start + t != p:
+                        total += np.exp(-np.float64(sq[t]) * inv_dc2)
         else:
             nodes[top], levels[top] = 2 * k + 1, level + 1
             nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
@@ -60,14 +62,16 @@ def _density_of(p, points, center, radius, depth, reach2, reach_lo, reach_hi, in
 
 
 @nb.njit(parallel=True, cache=True)
-def _rho_range(points, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first, last, rho):
+def _rho_range(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first, last, rho):
     n_blocks = (last - first + _BLOCK - 1) // _BLOCK
     for b in nb.prange(n_blocks):
         nodes = np.empty(_STACK, np.int64)
         levels = np.empty(_STACK, np.int64)
+        sq = np.empty(LEAF_SIZE, np.float32)
         for p in range(first + b * _BLOCK, min(last, first + (b + 1) * _BLOCK)):
+            q = coords[:, p].copy()
             total = _density_of(
-                p, points, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels
+                q, p, coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels, sq
             )
             rho[p] = total if gaussian else total - 1.0
 
@@ -96,24 +100,24 @@ def _leaf_of(n, depth, p):
 
 
 @nb.njit(cache=True)
-def _scan_denser(q, r, start, end, points, ids, rank, best_d2, best_id):
+def _scan_denser(q, r, start, end, coords, ids, rank, best_d2, best_id, sq):
+    leaf_sq_dists(coords, q, start, end, sq)
     for t in range(start, end):
-        if rank[t] < r:
-            d2 = sq_dist(q, points[t])
-            if d2 < best_d2 or (d2 == best_d2 and ids[t] < best_id):
-                best_d2, best_id = d2, ids[t]
+        d2 = sq[t - start]
+        if rank[t] < r and (d2 < best_d2 or (d2 == best_d2 and ids[t] < best_id)):
+            best_d2, best_id = d2, ids[t]
     return best_d2, best_id
 
 
 @nb.njit(cache=True)
-def _nearest_denser(p, points, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers):
+def _nearest_denser(q, p, coords, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers, sq):
     """(squared distance, original id) of the nearest point denser than position p; ties go to the smaller id."""
-    n = points.shape[0]
-    q, r = points[p], rank[p]
+    n = coords.shape[1]
+    r = rank[p]
     own_leaf = (1 << depth) - 1 + _leaf_of(n, depth, p)
     j = own_leaf - ((1 << depth) - 1)
     best_d2, best_id = _scan_denser(
-        q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), points, ids, rank, np.float32(np.inf), _NO_ID
+        q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), coords, ids, rank, np.float32(np.inf), _NO_ID, sq
     )
     nodes[0], levels[0], lowers[0], top = 0, 0, 0.0, 1
     while top > 0:
@@ -126,7 +130,7 @@ def _nearest_denser(p, points, ids, rank, center, radius, min_rank, min_id, dept
         if level == depth:
             j = k - ((1 << depth) - 1)
             best_d2, best_id = _scan_denser(
-                q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), points, ids, rank, best_d2, best_id
+                q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), coords, ids, rank, best_d2, best_id, sq
             )
             continue
         near, far = 2 * k + 1, 2 * k + 2
@@ -141,24 +145,29 @@ def _nearest_denser(p, points, ids, rank, center, radius, min_rank, min_id, dept
 
 
 @nb.njit(parallel=True, cache=True)
-def _delta_range(points, ids, rank, center, radius, min_rank, min_id, depth, slack, first, last, delta2, parent):
+def _delta_range(coords, ids, rank, center, radius, min_rank, min_id, depth, slack, first, last, delta2, parent):
     n_blocks = (last - first + _BLOCK - 1) // _BLOCK
     for b in nb.prange(n_blocks):
         nodes = np.empty(_STACK, np.int64)
         levels = np.empty(_STACK, np.int64)
         lowers = np.empty(_STACK, np.float64)
+        sq = np.empty(LEAF_SIZE, np.float32)
         for p in range(first + b * _BLOCK, min(last, first + (b + 1) * _BLOCK)):
             if rank[p] == 0:
                 continue  # the densest point has no denser point; set by the caller
-            d2, i = _nearest_denser(p, points, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers)
+            q = coords[:, p].copy()
+            d2, i = _nearest_denser(
+                q, p, coords, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers, sq
+            )
             delta2[p], parent[p] = d2, i
 
 
 @nb.njit(parallel=True, cache=True)
-def _farthest_d2(points, q):
+def _farthest_d2(coords, p):
+    q = coords[:, p].copy()
     best = np.float32(0.0)
-    for t in nb.prange(points.shape[0]):
-        best = max(best, sq_dist(q, points[t]))
+    for t in nb.prange(coords.shape[1]):
+        best = max(best, sq_dist(q, coords[:, t]))
     return best
 
 
@@ -186,7 +195,7 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
     rho_tree = np.empty(tree.n_points, np.float64)
     for first, last in _chunks(tree.n_points, progress):
         _rho_range(
-            tree.points, tree.center, tree.cover_radius, tree.depth, reach2,
+            tree.coords, tree.center, tree.cover_radius, tree.depth, reach2,
             reach_rule * (1 - slack), reach_rule * (1 + slack), 1.0 / np.float64(dc) ** 2, gaussian, slack,
             first, last, rho_tree,
         )  # fmt: skip
@@ -202,12 +211,12 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
     delta2 = np.empty(tree.n_points, np.float32)
     parent = np.empty(tree.n_points, np.int64)
     densest = int(np.argmin(rank_tree))
-    delta2[densest] = _farthest_d2(tree.points, tree.points[densest])
+    delta2[densest] = _farthest_d2(tree.coords, densest)
     parent[densest] = -1
     slack = bound_slack(tree.n_dims)
     for first, last in _chunks(tree.n_points, progress):
         _delta_range(
-            tree.points, tree.ids, rank_tree, tree.center, tree.cover_radius, min_rank, tree.min_id,
+            tree.coords, tree.ids, rank_tree, tree.center, tree.cover_radius, min_rank, tree.min_id,
             tree.depth, slack, first, last, delta2, parent,
         )  # fmt: skip
     out_delta = np.empty(tree.n_points, np.float64)

@@ -38,9 +38,9 @@ def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
 
 
 @nb.njit(parallel=True, cache=True)
-def _bounding_balls(points, ids, depth, center, cover_radius, min_id):
+def _bounding_balls(coords, ids, depth, center, cover_radius, min_id):
     """Bounding ball and smallest original index of every node, one level at a time (all nodes of a level at once)."""
-    n, d = points.shape
+    d, n = coords.shape
     for level in range(depth + 1):
         n_nodes = 1 << level
         first_node = n_nodes - 1
@@ -52,13 +52,13 @@ def _bounding_balls(points, ids, depth, center, cover_radius, min_id):
             smallest = ids[start]
             for t in range(start, end):
                 for c in range(d):
-                    acc[c] += points[t, c]
+                    acc[c] += coords[c, t]
                 smallest = min(smallest, ids[t])
             for c in range(d):
                 center[k, c] = np.float32(acc[c] / (end - start))
             radius2 = np.float32(0.0)
             for t in range(start, end):
-                radius2 = max(radius2, sq_dist(points[t], center[k]))
+                radius2 = max(radius2, sq_dist(coords[:, t], center[k]))
             cover_radius[k] = np.float32(np.sqrt(np.float64(radius2)))
             min_id[k] = smallest
 
@@ -89,12 +89,12 @@ def build_vptree(points: np.ndarray, progress=None) -> VPTree:
         vantage_pos = next_vantage
         if progress is not None:
             progress((level + 1) / (depth + 1))
-    tree_points = np.ascontiguousarray(points[order])
+    coords = np.ascontiguousarray(points[order].T)
     n_nodes = (2 << depth) - 1
     center = np.empty((n_nodes, d), np.float32)
     cover_radius = np.empty(n_nodes, np.float32)
     min_id = np.empty(n_nodes, np.int64)
-    _bounding_balls(tree_points, order, depth, center, cover_radius, min_id)
+    _bounding_balls(coords, order, depth, center, cover_radius, min_id)
     if progress is not None:
         progress(1.0)
-    return VPTree(tree_points, order, vantage, split_radius, center, cover_radius, min_id, depth)
+    return VPTree(coords, order, vantage, split_radius, center, cover_radius, min_id, depth)
