@@ -22,6 +22,7 @@ class Points:
 
     values: np.ndarray  # (N, d) float32, C-contiguous
     columns: tuple[str, ...]
+    rows: np.ndarray  # original row number of each point (rows with NaN/inf may have been dropped)
     dropped_rows: np.ndarray  # original row numbers removed for NaN/inf (empty unless asked to drop)
 
 
@@ -149,7 +150,7 @@ def to_points(
         values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
     if np.abs(values).max() > np.finfo(np.float32).max:
         raise DataError("values exceed the float32 range; rescale the data or use --standardize")
-    return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), dropped)
+    return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
 def write_labels(path: str | Path, table: pd.DataFrame) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import centers as center_rules
 from .backends import get_backend
@@ -249,6 +250,15 @@ class DensityPeaks:
             self._halo = self._backend.halo(self.index_, self._fields.rho, self._labels, self.dc_)
             self.timings_["halo"] = time.perf_counter() - started
         return self._backend.to_numpy(self._halo)
+
+    def to_frame(self, rows=None) -> pd.DataFrame:
+        """Per-point results: index (``rows``, default 0..N-1), label, halo, rho, delta, parent (as an index)."""
+        index = np.arange(self.n_points_) if rows is None else np.asarray(rows)
+        parent = self.parent_
+        return pd.DataFrame({
+            "index": index, "label": self.labels_, "halo": self.halo_, "rho": self.rho_, "delta": self.delta_,
+            "parent": np.where(parent >= 0, index[parent], -1),
+        })  # fmt: skip
 
     def _numpy(self, name: str) -> np.ndarray:
         self._require_fit()

@@ -28,52 +28,70 @@ def _ball_distance(q, center, radius, k, slack):
 
 
 @nb.njit(cache=True)
-def _density_of(q, p, coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels, sq):
-    """Cut-off count (self included) or Gaussian sum (self excluded) of query q at position p within the reach."""
+def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates):
+    """One traversal for all queries of a leaf, bounded by the leaf's ball: (points certainly within reach of
+    every query, number of leaves left to test query by query, which are written to ``candidates``)."""
     n = coords.shape[1]
-    total = 0.0
+    own = (1 << depth) - 1 + leaf
+    own_radius = np.float64(radius[own])
+    certain, n_candidates = 0, 0
     nodes[0], levels[0], top = 0, 0, 1
     while top > 0:
         top -= 1
         k, level = nodes[top], levels[top]
-        lower, upper = _ball_distance(q, center, radius, k, slack)
-        if lower >= reach_hi:
+        lower, upper = _ball_distance(center[own], center, radius, k, slack)
+        pad = own_radius * (1 + slack)
+        if lower - pad >= reach_hi:
             continue
         j = k - ((1 << level) - 1)
-        start, end = segment_start(n, level, j), segment_start(n, level, j + 1)
-        if not gaussian and upper < reach_lo:
-            total += end - start
+        if not gaussian and upper + pad < reach_lo:
+            certain += segment_start(n, level, j + 1) - segment_start(n, level, j)
         elif level == depth:
-            leaf_sq_dists(coords, q, start, end, sq)
-            if not gaussian:
-                inside = 0
-                for t in range(end - start):
-                    inside += sq[t] < reach2
-                total += inside
-            else:
-                for t in range(end - start):
-                    if sq[t] < reach2 and start + t != p:
-                        total += np.exp(-np.float64(sq[t]) * inv_dc2)
+            candidates[n_candidates] = j
+            n_candidates += 1
         else:
             nodes[top], levels[top] = 2 * k + 1, level + 1
             nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
             top += 2
-    return total
+    return certain, n_candidates
 
 
 @nb.njit(parallel=True, cache=True)
-def _rho_range(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first, last, rho):
-    n_blocks = (last - first + _BLOCK - 1) // _BLOCK
-    for b in nb.prange(n_blocks):
+def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first_leaf, last_leaf, rho):
+    """rho of every query in leaves [first_leaf, last_leaf): cut-off counts (self excluded) or Gaussian sums."""
+    n = coords.shape[1]
+    leaf_offset = (1 << depth) - 1
+    for leaf in nb.prange(first_leaf, last_leaf):
         nodes = np.empty(_STACK, np.int64)
         levels = np.empty(_STACK, np.int64)
+        candidates = np.empty(1 << depth, np.int64)
         sq = np.empty(LEAF_SIZE, np.float32)
-        for p in range(first + b * _BLOCK, min(last, first + (b + 1) * _BLOCK)):
+        certain, n_candidates = _leaf_interactions(
+            leaf, coords, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates
+        )
+        for p in range(segment_start(n, depth, leaf), segment_start(n, depth, leaf + 1)):
             q = coords[:, p].copy()
-            total = _density_of(
-                q, p, coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, nodes, levels, sq
-            )
-            rho[p] = total if gaussian else total - 1.0
+            total = np.float64(certain)
+            for c in range(n_candidates):
+                j = candidates[c]
+                lower, upper = _ball_distance(q, center, radius, leaf_offset + j, slack)
+                if lower >= reach_hi:
+                    continue
+                start, end = segment_start(n, depth, j), segment_start(n, depth, j + 1)
+                if not gaussian and upper < reach_lo:
+                    total += end - start
+                    continue
+                leaf_sq_dists(coords, q, start, end, sq)
+                if not gaussian:
+                    inside = 0
+                    for t in range(end - start):
+                        inside += sq[t] < reach2
+                    total += inside
+                else:
+                    for t in range(end - start):
+                        if sq[t] < reach2 and start + t != p:
+                            total += np.exp(-np.float64(sq[t]) * inv_dc2)
+            rho[p] = total if gaussian else total - 1.0  # a cut-off count includes the point itself
 
 
 @nb.njit(cache=True)
@@ -171,9 +189,9 @@ def _farthest_d2(coords, p):
     return best
 
 
-def _chunks(n: int, progress):
-    """Query ranges small enough to report progress, large enough to keep both cores busy."""
-    step = max(1 << 16, -(-n // 50))
+def _chunks(n: int, progress, min_step: int = 1 << 16):
+    """Ranges of n items small enough to report progress, large enough to keep every core busy."""
+    step = max(min_step, -(-n // 50))
     for first in range(0, n, step):
         yield first, min(n, first + step)
         if progress is not None:
@@ -193,8 +211,8 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
     reach_rule = np.sqrt(np.float64(reach2))
     slack = bound_slack(tree.n_dims)
     rho_tree = np.empty(tree.n_points, np.float64)
-    for first, last in _chunks(tree.n_points, progress):
-        _rho_range(
+    for first, last in _chunks(1 << tree.depth, progress, min_step=1 << 11):
+        _rho_leaves(
             tree.coords, tree.center, tree.cover_radius, tree.depth, reach2,
             reach_rule * (1 - slack), reach_rule * (1 + slack), 1.0 / np.float64(dc) ** 2, gaussian, slack,
             first, last, rho_tree,
