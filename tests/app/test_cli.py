@@ -1,0 +1,86 @@
+"""``dpstudio cluster`` as a user runs it: a subprocess on real files, good and bad."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio import sample_data
+
+
+def dpstudio(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "dpstudio.app.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_summary_on_a_sample_file(tmp_path):
+    out = tmp_path / "labels.csv"
+    result = dpstudio("cluster", sample_data.path("blobs"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "clusters  5: sizes" in result.stdout
+    assert "time      index" in result.stdout
+    table = pd.read_csv(out)
+    assert list(table.columns) == ["index", "label", "halo", "rho", "delta", "parent"]
+    assert len(table) == 2300 and table["label"].nunique() == 5
+
+
+def test_json_parquet_and_every_center_syntax(tmp_path):
+    path = sample_data.path("noisy")
+    facts = []
+    for centers in ["auto", "3", "20:1.5", ":2.0", "0,1,2", "7,"]:
+        result = dpstudio("cluster", path, "--json", "--centers", centers, "--kernel", "gaussian", "--dc", "0.5")
+        assert result.returncode == 0, result.stderr
+        facts.append(json.loads(result.stdout))
+    assert [f["n_clusters"] for f in facts[:2]] == [4, 3]
+    assert facts[4]["centers"][:3] == [0, 1, 2] and facts[5]["centers"][0] == 7
+    assert all(f["dc"] == 0.5 and f["dc_rule"] == "given" and sum(f["cluster_sizes"]) == 1920 for f in facts)
+    out = tmp_path / "labels.parquet"
+    assert dpstudio("cluster", path, "--out", out, "--json").returncode == 0
+    assert len(pd.read_parquet(out)) == 1920
+
+
+def test_columns_standardize_and_dropped_rows(tmp_path):
+    frame = pd.DataFrame({"id": [f"p{i}" for i in range(60)], "a": np.arange(60.0), "b": np.arange(60.0) % 7, "c": 1.0})
+    frame.loc[5, "a"] = np.nan
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    failed = dpstudio("cluster", tmp_path / "d.csv")
+    assert failed.returncode == 2 and "row 5" in failed.stderr
+    result = dpstudio("cluster", tmp_path / "d.csv", "--columns", "a,b", "--standardize", "--drop-nonfinite", "--json", "--out", tmp_path / "o.csv")
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["columns"] == ["a", "b"] and facts["n_points"] == 59 and facts["dropped_rows"] == 1
+    assert 5 not in set(pd.read_csv(tmp_path / "o.csv")["index"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.csv"], "file not found"),
+        (["{bad}"], "not numeric"),
+        (["{good}", "--columns", "q"], "no column named 'q'"),
+        (["{good}", "--centers", "x:y"], "expected auto, K"),
+        (["{good}", "--dc", "-2"], "dc must be a positive"),
+        (["{good}", "--out", "labels.json"], "use a .csv or .parquet"),
+        (["{good}", "--dc", "1", "--dc-percent", "2"], "not allowed with argument"),
+        (["{good}", "--centers", "99,"], "out of range"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
+    (tmp_path / "bad.csv").write_text("x,y\n1,2\n3,oops\n")
+    (tmp_path / "good.csv").write_text("x,y\n" + "\n".join(f"{i},{i % 3}" for i in range(20)))
+    args = [a.format(bad=tmp_path / "bad.csv", good=tmp_path / "good.csv") for a in args]
+    result = dpstudio("cluster", *args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bench_runs_a_small_table():
+    result = dpstudio("bench", "--sizes", "3000", "--dims", "2", "--baseline-queries", "1000")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any("rho speed-up" in line for line in lines)
+    assert sum(line.strip().startswith("3,000") for line in lines) == 2  # 2% rule and small dc
+    assert "cold start" in result.stdout

@@ -1,0 +1,132 @@
+"""The estimator's contract: scikit-learn conventions, center choice, caching, and clear errors."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from dpstudio import sample_data
+from dpstudio.engine import DensityPeaks
+from dpstudio.engine.cpu import points_in_polygon
+
+from .datasets import blobs
+
+
+def test_sklearn_conventions(rng):
+    points = blobs(rng, 300)
+    dp = DensityPeaks(dc_percent=3.0)
+    assert dp.get_params() == {"dc": None, "dc_percent": 3.0, "kernel": "cutoff", "backend": "auto"}
+    assert repr(dp) == "DensityPeaks(dc_percent=3.0)"
+    assert dp.set_params(kernel="gaussian") is dp and dp.kernel == "gaussian"
+    with pytest.raises(ValueError, match="invalid parameter 'k'"):
+        dp.set_params(k=1)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        dp.assign()
+    assert dp.fit(points) is dp
+    np.testing.assert_array_equal(DensityPeaks(dc_percent=3.0, kernel="gaussian").fit_predict(points), dp.labels_)
+
+
+def test_set_dc_reuses_the_index_and_matches_a_fresh_fit(rng):
+    points = blobs(rng, 800)
+    dp = DensityPeaks(backend="cpu").fit(points)
+    index = dp.index_
+    dp.set_dc(0.7)
+    assert dp.index_ is index
+    fresh = DensityPeaks(dc=0.7, backend="cpu").fit(points)
+    for name in ["rho_", "delta_", "parent_", "labels_"]:
+        np.testing.assert_array_equal(getattr(dp, name), getattr(fresh, name))
+    first = dp._fields
+    dp.set_dc(0.9).set_dc(0.7)
+    assert dp._fields is first  # cached: moving back costs nothing
+    dp.set_dc(0.7, kernel="gaussian")
+    assert dp.index_ is index and dp.kernel_ == "gaussian"
+
+
+def test_assign_by_rectangle_polygon_and_count(rng):
+    points = blobs(rng, 600)
+    dp = DensityPeaks(backend="cpu").fit(points)
+    rho_min, delta_min = np.quantile(dp.rho_, 0.5), np.quantile(dp.delta_, 0.98)
+    dp.assign(rho_min=rho_min, delta_min=delta_min)
+    chosen = np.flatnonzero((dp.rho_ >= rho_min) & (dp.delta_ >= delta_min))
+    assert set(dp.centers_) == set(chosen) | {int(np.argmax(dp.delta_))}
+    assert np.all(np.diff(dp.gamma_[dp.centers_[: len(chosen)]]) <= 0)  # ordered by decreasing gamma
+
+    square = [(rho_min, delta_min), (1e9, delta_min), (1e9, 1e9), (rho_min, 1e9)]
+    rectangle_centers = dp.centers_.copy()
+    np.testing.assert_array_equal(dp.assign(polygon=square).centers_, rectangle_centers)
+
+    dp.assign(n_centers=3)
+    np.testing.assert_array_equal(dp.centers_, np.argsort(-dp.gamma_, kind="stable")[:3])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"centers": [0], "n_centers": 2}, "one way at a time"),
+        ({"centers": [10_000]}, "out of range"),
+        ({"centers": [1, 1]}, "same point twice"),
+        ({"centers": [0.5]}, "integer"),
+        ({"polygon": [(0, 0), (1, 1)]}, "at least 3"),
+        ({"n_centers": 0}, "between 1 and"),
+    ],
+)
+def test_bad_center_choices(kwargs, message, rng):
+    dp = DensityPeaks(backend="cpu").fit(blobs(rng, 100))
+    with pytest.raises(ValueError, match=message):
+        dp.assign(**kwargs)
+
+
+def test_bad_parameters(rng):
+    with pytest.raises(ValueError, match="kernel must be"):
+        DensityPeaks(kernel="tophat").fit(blobs(rng, 50))
+    with pytest.raises(ValueError, match="dc must be a positive"):
+        DensityPeaks(dc=-1.0, backend="cpu").fit(blobs(rng, 50))
+    with pytest.raises(ValueError, match="backend must be"):
+        DensityPeaks(backend="tpu").fit(blobs(rng, 50))
+    with pytest.raises(ValueError, match="dc_percent"):
+        DensityPeaks(dc_percent=0, backend="cpu").fit(blobs(rng, 50))
+
+
+def test_densest_point_is_always_a_center(rng):
+    dp = DensityPeaks(backend="cpu").fit(blobs(rng, 300))
+    densest = int(np.flatnonzero(dp.parent_ == -1)[0])
+    others = [i for i in range(5) if i != densest]
+    dp.assign(centers=others)
+    assert list(dp.centers_) == others + [densest]
+    assert dp.labels_.max() == len(others)
+    dp.assign(rho_min=1e12)  # selects nothing: one cluster
+    assert list(dp.centers_) == [densest] and np.all(dp.labels_ == 0)
+
+
+def test_points_in_polygon_matches_a_plain_ray_cast(rng):
+    x, y = rng.uniform(-1, 2, 500), rng.uniform(-1, 2, 500)
+    angles = np.sort(rng.uniform(0, 2 * np.pi, 9))
+    polygon = np.column_stack([0.5 + rng.uniform(0.3, 1, 9) * np.cos(angles), 0.5 + rng.uniform(0.3, 1, 9) * np.sin(angles)])
+
+    def inside(px, py):
+        hits = False
+        for a in range(len(polygon)):
+            (xa, ya), (xb, yb) = polygon[a], polygon[(a + 1) % len(polygon)]
+            if (ya > py) != (yb > py) and px < xa + (py - ya) * (xb - xa) / (yb - ya):
+                hits = not hits
+        return hits
+
+    np.testing.assert_array_equal(points_in_polygon(x, y, polygon), [inside(a, b) for a, b in zip(x, y)])
+
+
+@pytest.mark.parametrize("name", ["blobs", "moons", "nested", "noisy", "blobs3d"])
+@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
+def test_suggested_centers_recover_the_sample_sets(name, kernel):
+    truth = sample_data.truth(name)
+    dp = DensityPeaks(kernel=kernel, backend="cpu").fit(sample_data.path(name))
+    clustered = truth >= 0  # background noise has no true cluster
+    assert len(dp.centers_) == len(set(truth[clustered]))
+    assert adjusted_rand_score(truth[clustered], dp.labels_[clustered]) > 0.95
+
+
+def test_to_frame_maps_rows_and_parents(rng):
+    dp = DensityPeaks(backend="cpu").fit(blobs(rng, 50))
+    rows = np.arange(50) * 2 + 7
+    frame = dp.to_frame(rows)
+    assert list(frame.columns) == ["index", "label", "halo", "rho", "delta", "parent"]
+    np.testing.assert_array_equal(frame["index"], rows)
+    np.testing.assert_array_equal(frame["parent"], np.where(dp.parent_ >= 0, rows[dp.parent_], -1))

@@ -1,0 +1,103 @@
+"""Reading real files: formats, headers, column choice, and one-line errors for every kind of bad input."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio.engine import DataError, read_table, to_points, write_labels
+
+
+def test_csv_with_and_without_header_tsv_txt_parquet_npy_agree(tmp_path, rng):
+    values = rng.normal(size=(50, 3))
+    frame = pd.DataFrame(values, columns=["a", "b", "c"])
+    frame.to_csv(tmp_path / "h.csv", index=False)
+    frame.to_csv(tmp_path / "n.csv", index=False, header=False)
+    frame.to_csv(tmp_path / "t.tsv", index=False, sep="\t")
+    np.savetxt(tmp_path / "w.txt", values)
+    frame.to_parquet(tmp_path / "p.parquet")
+    np.save(tmp_path / "a.npy", values)
+    expected = values.astype(np.float32)
+    for name in ["h.csv", "n.csv", "t.tsv", "w.txt", "p.parquet", "a.npy"]:
+        points = to_points(tmp_path / name)
+        np.testing.assert_allclose(points.values, expected, rtol=1e-6, err_msg=name)
+    assert to_points(tmp_path / "h.csv").columns == ("a", "b", "c")
+
+
+def test_named_columns_and_text_columns_skipped(tmp_path):
+    pd.DataFrame({"name": ["p", "q", "r"], "x": [1.0, 2.0, 3.0], "y": [0, 1, 0], "z": [5, 5, 5]}).to_csv(tmp_path / "d.csv", index=False)
+    assert to_points(tmp_path / "d.csv").columns == ("x", "y", "z")
+    points = to_points(tmp_path / "d.csv", ["z", "x"])
+    assert points.columns == ("z", "x")
+    np.testing.assert_array_equal(points.values[:, 1], [1, 2, 3])
+
+
+@pytest.mark.parametrize(
+    ("content", "suffix", "message"),
+    [
+        (None, ".csv", "file not found"),
+        ("", ".csv", "no rows"),
+        ("x,y\n", ".csv", "no rows"),
+        ("x,y\n1,2\n", ".csv", "at least 2 points"),
+        ("x,y\n1,2\n3,abc\n4,5\n", ".csv", "column 'y' is not numeric: value 'abc' at row 1"),
+        ("name\nfoo\nbar\n", ".csv", "no numeric columns"),
+        ("x,y\n1,2\nnan,3\n4,inf\n5,6\n", ".csv", "2 row(s) contain NaN or infinite values (first at row 1"),
+        ("1,2\n", ".xlsx", "unsupported file type '.xlsx'"),
+        ("not parquet", ".parquet", "cannot read"),
+    ],
+)
+def test_bad_files_give_one_line_errors(tmp_path, content, suffix, message):
+    path = tmp_path / f"bad{suffix}"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(DataError) as error:
+        to_points(path)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_npy_never_unpickles(tmp_path):
+    np.save(tmp_path / "o.npy", np.array([{"a": 1}, {"b": 2}], dtype=object), allow_pickle=True)
+    with pytest.raises(DataError, match="Python objects"):
+        to_points(tmp_path / "o.npy")
+
+
+def test_missing_column_names_the_available_ones(tmp_path):
+    pd.DataFrame({"x": [1, 2], "y": [3, 4]}).to_csv(tmp_path / "d.csv", index=False)
+    with pytest.raises(DataError, match=r"no column named 'q' \(available: x, y\)"):
+        to_points(tmp_path / "d.csv", ["q"])
+
+
+def test_drop_nonfinite_keeps_row_numbers(tmp_path):
+    pd.DataFrame({"x": [1.0, np.nan, 3.0, 4.0], "y": [1.0, 2.0, np.inf, 4.0]}).to_csv(tmp_path / "d.csv", index=False)
+    points = to_points(tmp_path / "d.csv", drop_nonfinite=True)
+    np.testing.assert_array_equal(points.rows, [0, 3])
+    np.testing.assert_array_equal(points.dropped_rows, [1, 2])
+
+
+def test_standardize_gives_zero_mean_unit_spread(rng):
+    values = rng.normal(loc=[10, -3], scale=[5, 0.1], size=(400, 2))
+    points = to_points(values, standardize=True).values
+    np.testing.assert_allclose(points.mean(axis=0), 0, atol=1e-5)
+    np.testing.assert_allclose(points.std(axis=0), 1, atol=1e-5)
+    constant = to_points(np.ones((5, 2)), standardize=True).values
+    np.testing.assert_array_equal(constant, 0)
+
+
+def test_arrays_and_frames_in_memory():
+    assert to_points([1.0, 2.0, 3.0]).values.shape == (3, 1)
+    with pytest.raises(DataError, match="2-D"):
+        to_points(np.zeros((2, 2, 2)))
+    with pytest.raises(DataError, match="numbers"):
+        to_points(np.array([["a", "b"], ["c", "d"]]))
+    assert to_points(pd.DataFrame({"u": [1, 2], "v": [3, 4]})).columns == ("u", "v")
+
+
+def test_write_labels_roundtrip_and_errors(tmp_path):
+    table = pd.DataFrame({"index": [0, 1], "label": [0, 1]})
+    for name in ["o.csv", "o.parquet"]:
+        write_labels(tmp_path / name, table)
+        pd.testing.assert_frame_equal(read_table(tmp_path / name), table, check_dtype=False)
+    with pytest.raises(DataError, match="use a .csv or .parquet"):
+        write_labels(tmp_path / "o.json", table)
+    with pytest.raises(DataError, match="folder not found"):
+        write_labels(tmp_path / "missing" / "o.csv", table)
