@@ -102,14 +102,89 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def format_table(rows: list[dict], markdown: bool) -> str:
+GPU_SHAPES = [(1_000_000, 2), (434_874, 3), (2_000_000, 4), (500_000, 57)]
+GPU_COLUMNS = [
+    ("N", "{:,}"), ("d", "{}"), ("dc rule", "{}"), ("mean rho", "{:,.0f}"), ("index ms", "{:.1f}"),
+    ("rho ms", "{:.1f}"), ("delta ms", "{:.1f}"), ("rho+delta ms", "{:.1f}"), ("brute rho ms", "{:.1f}"),
+    ("brute delta ms", "{:.1f}"), ("speed-up", "{:.1f}x"),
+]  # fmt: skip
+
+
+def _gpu_ms(function, repeat: int) -> float:
+    """Median GPU time of ``function`` in milliseconds (CUDA events, after a warm-up run)."""
+    from cupyx.profiler import benchmark
+
+    return float(np.median(benchmark(function, n_repeat=repeat, n_warmup=1).gpu_times[0]) * 1000)
+
+
+def gpu_bench_row(n: int, d: int, rule: str) -> dict:
+    import cupy as cp
+
+    from dpstudio.engine.gpu import brute
+
+    gpu = get_backend("gpu")
+    points = blobs(n, d)
+    percent = 2.0 if rule == "2%" else 100.0 * SMALL_DC_MEAN_RHO / n
+    dp = DensityPeaks(dc_percent=percent, backend="gpu").fit(points)
+    device_points, tree, dc = cp.asarray(points), dp.index_, dp.dc_
+    rho = gpu.rho(tree, dc, "cutoff")
+    _, rank = gpu.density_order(rho)
+    engine_rho = _gpu_ms(lambda: gpu.rho(tree, dc, "cutoff"), 5)
+    engine_delta = _gpu_ms(lambda: gpu.delta(tree, gpu.density_order(gpu.rho(tree, dc, "cutoff"))[1]), 5) - engine_rho
+    started = time.perf_counter()
+    brute_rho = brute.rho(device_points, dc)
+    cp.cuda.Device().synchronize()
+    brute_rho_ms = 1000 * (time.perf_counter() - started)
+    started = time.perf_counter()
+    brute.delta(device_points, rank)
+    cp.cuda.Device().synchronize()
+    brute_delta_ms = 1000 * (time.perf_counter() - started)
+    if not bool((brute_rho == rho).all()):
+        raise AssertionError(f"GPU rho differs from the brute-force reference at N={n}, d={d}")
+    return {
+        "N": n, "d": d, "dc rule": rule, "mean rho": float(rho.mean()),
+        "index ms": _gpu_ms(lambda: gpu.build_vptree(device_points), 3), "rho ms": engine_rho,
+        "delta ms": engine_delta, "rho+delta ms": engine_rho + engine_delta, "brute rho ms": brute_rho_ms,
+        "brute delta ms": brute_delta_ms, "speed-up": (brute_rho_ms + brute_delta_ms) / (engine_rho + engine_delta),
+    }  # fmt: skip
+
+
+def gpu_extras() -> list[str]:
+    """Relabel time after a center change at 1M, and a 10M x 2 fit under a 4 GiB memory cap."""
+    import cupy as cp
+
+    dp = DensityPeaks(backend="gpu").fit(blobs(1_000_000, 2))
+    centers = dp.suggest_centers()
+    relabel = []
+    for k in range(7):
+        dp.assign(centers=np.roll(centers, k))
+        relabel.append(dp.timings_["relabel"] * 1000)
+    pool = cp.get_default_memory_pool()
+    del dp
+    pool.free_all_blocks()
+    pool.set_limit(size=4 * 2**30)
+    try:
+        started = time.perf_counter()
+        big = DensityPeaks(backend="gpu").fit(blobs(10_000_000, 2))
+        seconds = time.perf_counter() - started
+        line = (f"10M x 2 (2% rule) under a 4 GiB GPU memory cap: fit in {seconds:.2f} s "
+                f"(index {big.timings_['index']*1000:.0f} ms, rho {big.timings_['rho']*1000:.0f} ms, "
+                f"delta {big.timings_['delta']*1000:.0f} ms); pool holds {pool.total_bytes() / 2**30:.2f} GiB")  # fmt: skip
+    except MemoryError as exc:
+        line = f"10M x 2 did NOT fit in 4 GiB: {exc}"
+    finally:
+        pool.set_limit(size=0)
+    return [f"relabel after a center change at 1M points: median {np.median(relabel):.2f} ms over 7", line]
+
+
+def format_rows(rows: list[dict], columns, markdown: bool) -> str:
     def cell(row, name, fmt):
         value = row[name]
         text = "n/a" if value is None else fmt.format(value)
-        return ("~" + text) if name == "cKDTree rho s" and row["scaled"] else text
+        return ("~" + text) if name == "cKDTree rho s" and row.get("scaled") else text
 
-    header = [name for name, _ in COLUMNS]
-    body = [[cell(row, name, fmt) for name, fmt in COLUMNS] for row in rows]
+    header = [name for name, _ in columns]
+    body = [[cell(row, name, fmt) for name, fmt in columns] for row in rows]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
@@ -117,7 +192,25 @@ def format_table(rows: list[dict], markdown: bool) -> str:
     return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in [header, *body])
 
 
+def run_gpu_bench(markdown=False) -> list[dict]:
+    print(f"dpstudio bench on {get_backend('gpu').device_name()}; baseline: brute-force all-pairs CuPy kernels "
+          "(shared-memory tiles, one thread per query); index built once, then rho + delta (the dc-slider case)", flush=True)  # fmt: skip
+    DensityPeaks(backend="gpu").fit(blobs(5000, 2))  # compile the kernels outside the timings
+    rows = []
+    for n, d in GPU_SHAPES:
+        for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}"):
+            rows.append(gpu_bench_row(n, d, rule))
+            print(f"  N={n:,} d={d} {rule}: rho+delta {rows[-1]['rho+delta ms']:.1f} ms", file=sys.stderr, flush=True)
+    print(format_rows(rows, GPU_COLUMNS, markdown))
+    for line in gpu_extras():
+        print(line)
+    print("speed-up = brute (rho + delta) / engine (rho + delta); times are medians of CUDA-event timings")
+    return rows
+
+
 def run_bench(sizes, dims, backend="cpu", baseline_queries=20_000, markdown=False) -> list[dict]:
+    if backend == "gpu":
+        return run_gpu_bench(markdown)
     engine = get_backend(backend)
     print(f"dpstudio bench on {engine.device_name()}; baseline: scipy cKDTree query_ball_point(return_length=True)", flush=True)
     DensityPeaks(backend=backend).fit(blobs(2000, 2))  # compile / load kernels outside the timings
@@ -128,7 +221,7 @@ def run_bench(sizes, dims, backend="cpu", baseline_queries=20_000, markdown=Fals
                 rows.append(bench_row(n, d, rule, backend, baseline_queries))
                 r = rows[-1]
                 print(f"  N={n:,} d={d} {rule}: index+rho+delta {r['index+rho+delta s']:.2f} s, cKDTree rho {r['cKDTree rho s']:.2f} s", file=sys.stderr, flush=True)
-    print(format_table(rows, markdown))
+    print(format_rows(rows, COLUMNS, markdown))
     cold = cold_start(backend)
     print(f"\ncold start (new process, import + fit 1000 points): empty Numba cache {cold['empty cache']:.1f} s, "
           f"cached {cold['warm cache']:.1f} s")  # fmt: skip

@@ -96,6 +96,7 @@ class DensityPeaks:
         started = time.perf_counter()
         self._points = self._backend.asarray(points)
         self.index_ = self._backend.build_vptree(self._points, progress=_phase(progress, "index"))
+        self._backend.synchronize()
         self.timings_["index"] = time.perf_counter() - started
         self.n_features_in_ = points.shape[1]
         self._cache: OrderedDict[tuple[str, float], _Fields] = OrderedDict()
@@ -133,14 +134,21 @@ class DensityPeaks:
         return self.assign()
 
     def _compute_fields(self, kernel: str, dc: float, progress: Progress | None) -> _Fields:
+        started = time.perf_counter()
+        rho = self._backend.rho(self.index_, dc, kernel, progress=_phase(progress, "rho"))
+        self._backend.synchronize()
+        self.timings_["rho"] = time.perf_counter() - started
+        return self._fields_from_rho(rho, progress)
+
+    def _fields_from_rho(self, rho, progress: Progress | None = None) -> _Fields:
+        """delta, parent and gamma for given densities (also lets tests feed one backend's rho to another)."""
         backend = self._backend
         started = time.perf_counter()
-        rho = backend.rho(self.index_, dc, kernel, progress=_phase(progress, "rho"))
-        rho_done = time.perf_counter()
-        self.timings_["rho"] = rho_done - started
+        rho = backend.asarray(rho)
         order, rank = backend.density_order(rho)
         delta, parent = backend.delta(self.index_, rank, progress=_phase(progress, "delta"))
-        self.timings_["delta"] = time.perf_counter() - rho_done
+        backend.synchronize()
+        self.timings_["delta"] = time.perf_counter() - started
         gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)
         return _Fields(rho, delta, parent, order, gamma)
 
@@ -175,6 +183,7 @@ class DensityPeaks:
         if densest not in set(chosen.tolist()):
             chosen = np.append(chosen, densest)
         self._labels = backend.labels(fields.parent, fields.order, backend.asarray(chosen))
+        backend.synchronize()
         self.centers_ = chosen
         self._halo = None
         self.timings_["relabel"] = time.perf_counter() - started
@@ -248,6 +257,7 @@ class DensityPeaks:
         if self._halo is None:
             started = time.perf_counter()
             self._halo = self._backend.halo(self.index_, self._fields.rho, self._labels, self.dc_)
+            self._backend.synchronize()
             self.timings_["halo"] = time.perf_counter() - started
         return self._backend.to_numpy(self._halo)
 

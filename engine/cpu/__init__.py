@@ -26,6 +26,10 @@ def to_numpy(values) -> np.ndarray:
     return np.asarray(values)
 
 
+def synchronize() -> None:
+    """Nothing to wait for: CPU kernels return when done."""
+
+
 def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, rank): points from densest to sparsest, ties by index; rank[i] = position of i in that order."""
     order = np.argsort(-rho_values, kind="stable")
@@ -36,5 +40,5 @@ def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = [
     "asarray", "build_vptree", "delta", "density_order", "device_name", "halo", "labels",
-    "name", "points_in_polygon", "rho", "to_numpy", "xp",
+    "name", "points_in_polygon", "rho", "synchronize", "to_numpy", "xp",
 ]  # fmt: skip

@@ -1,0 +1,296 @@
+"""The GPU backend: CuPy RawModule kernels (vptree.cu) over device arrays. Same names as the CPU backend.
+
+Arrays stay on the device between calls; ``to_numpy`` is the only way back. Each kernel has one wrapper
+that checks shapes and dtypes and passes scalars as typed NumPy values. Launch failures raise at the launch
+(CuPy checks every launch); with ``DPSTUDIO_GPU_SYNC=1`` each launch is also synchronised, so a fault in a
+kernel is reported at that kernel (used under compute-sanitizer).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import cupy as cp
+except ImportError as exc:  # re-raised by backends.get_backend as BackendUnavailable
+    raise ImportError("CuPy is not installed (pip install 'dpstudio[gpu]')") from exc
+
+from ..vptree import VPTree, bound_slack, tree_depth
+
+name = "gpu"
+xp = cp
+
+_THREADS = 256
+_SYNC = os.environ.get("DPSTUDIO_GPU_SYNC") == "1"
+_I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
+
+
+def check_usable() -> None:
+    from ..backends import BackendUnavailable
+
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            raise BackendUnavailable("the GPU backend is not available: no CUDA device")
+        _module()
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        raise BackendUnavailable(f"the GPU backend is not available: {exc}") from exc
+
+
+def device_name() -> str:
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    return f"GPU ({props['name'].decode()}, {props['totalGlobalMem'] / 2**30:.0f} GiB)"
+
+
+@functools.cache
+def _module() -> cp.RawModule:
+    source = (Path(__file__).with_name("vptree.cu")).read_text()
+    # no fused multiply-add: the float32 distance rule must round exactly as on the CPU
+    return cp.RawModule(code=source, options=("--std=c++17", "--fmad=false"))
+
+
+def _launch(kernel: str, n_threads: int, *args) -> None:
+    if n_threads <= 0:
+        return
+    blocks = (n_threads + _THREADS - 1) // _THREADS
+    _module().get_function(kernel)((blocks,), (_THREADS,), args)
+    if _SYNC:
+        cp.cuda.Device().synchronize()
+
+
+def _gpu_memory(action: str):
+    """Turn CuPy's out-of-memory error into a MemoryError that names the work and the size."""
+
+    def wrap(function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except cp.cuda.memory.OutOfMemoryError as exc:
+                raise MemoryError(f"GPU out of memory while {action}: {exc}") from exc
+
+        return run
+
+    return wrap
+
+
+def _output(shape, dtype) -> cp.ndarray:
+    """Every kernel output is allocated here (the GPU tests poison it to catch unwritten elements)."""
+    return cp.empty(shape, dtype)
+
+
+def synchronize() -> None:
+    cp.cuda.Device().synchronize()
+
+
+def _require(array, dtype, ndim: int, what: str):
+    if not isinstance(array, cp.ndarray) or array.dtype != dtype or array.ndim != ndim or not array.flags.c_contiguous:
+        raise TypeError(f"{what} must be a C-contiguous {ndim}-D cupy.{np.dtype(dtype).name} array")
+    return array
+
+
+@_gpu_memory("copying the data to the GPU")
+def asarray(values) -> cp.ndarray:
+    return cp.ascontiguousarray(cp.asarray(values))
+
+
+def to_numpy(values) -> np.ndarray:
+    return cp.asnumpy(values)
+
+
+def density_order(rho_values: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
+    """(order, rank) as on the CPU: densest first, ties by index (CuPy's sort is a stable radix sort)."""
+    order = cp.argsort(-rho_values)
+    rank = cp.empty_like(order)
+    rank[order] = cp.arange(order.shape[0])
+    return order, rank
+
+
+# ---------------------------------------------------------------------------------------------------------
+# index
+
+
+@_gpu_memory("building the VP-tree")
+def build_vptree(points: cp.ndarray, progress=None) -> VPTree:
+    """Level-synchronous build: per level, one kernel keys every point by (node, distance to the node's vantage
+    point) and one stable radix sort orders all nodes' runs at once. No host loop over nodes."""
+    points = _require(points, _F32, 2, "points")
+    n, d = points.shape
+    if n >= 2**31:
+        raise ValueError(f"the GPU backend handles up to 2**31 - 1 points, got {n}")
+    depth = tree_depth(n)
+    order = cp.arange(n, dtype=_I64)
+    n_internal = (1 << depth) - 1
+    split_radius = cp.zeros(n_internal, _F32)
+    vantage = cp.zeros(n_internal, _I64)
+    to_first = _output(n, _F32)
+    _launch("sq_to_point", n, cp.ascontiguousarray(points.T), _I64(n), _I32(d), _I64(0), to_first)
+    vantage_pos = cp.argmax(to_first).reshape(1).astype(_I64)
+    keys = _output(n, cp.uint64)
+    for level in range(depth):
+        vantage[(1 << level) - 1 : (2 << level) - 1] = vantage_pos
+        _launch("level_keys", n, points, _I32(d), _I64(n), _I32(level), order, vantage_pos, keys)
+        by_key = cp.argsort(keys)
+        order, keys = order[by_key], keys[by_key]
+        vantage_pos = _output(2 << level, _I64)
+        _launch("split_nodes", 1 << level, _I64(n), _I32(level), keys, order, split_radius, vantage_pos)
+        if progress is not None:
+            progress((level + 1) / (depth + 1))
+    coords = cp.ascontiguousarray(points[order].T)
+    center = _node_centers(coords, depth)
+    radius_bits = cp.zeros(center.shape[0], cp.uint32)
+    min_id = cp.full(center.shape[0], 0xFFFFFFFF, cp.uint32)
+    _launch("node_extents", _warp_padded(n), coords, _I64(n), _I32(d), _I32(depth), center, order, radius_bits, min_id)
+    if progress is not None:
+        progress(1.0)
+    return VPTree(coords, order, vantage, split_radius, center, radius_bits.view(_F32), min_id.astype(_I64), depth)
+
+
+def _warp_padded(n: int) -> int:
+    return (n + 31) // 32 * 32
+
+
+def _node_runs(n: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) tree positions of every breadth-first node."""
+    k = np.arange((2 << depth) - 1, dtype=np.int64)
+    level = np.frexp(k + 1)[1] - 1  # exact floor(log2(k + 1))
+    j = k - ((1 << level) - 1)
+    return (j * n) >> level, ((j + 1) * n) >> level
+
+
+def _node_centers(coords: cp.ndarray, depth: int) -> cp.ndarray:
+    """Mean of every node's run, from float64 prefix sums (one pass, every level at once)."""
+    d, n = coords.shape
+    prefix = cp.zeros((d, n + 1), _F64)
+    cp.cumsum(coords, axis=1, dtype=_F64, out=prefix[:, 1:])
+    start, end = (cp.asarray(a) for a in _node_runs(n, depth))
+    sums = prefix[:, end] - prefix[:, start]
+    return cp.ascontiguousarray((sums / (end - start)).T.astype(_F32))
+
+
+def _node_min(values_tree: cp.ndarray, depth: int) -> cp.ndarray:
+    values_tree = _require(values_tree, _I32, 1, "values")
+    out = cp.full((2 << depth) - 1, np.iinfo(np.int32).max, _I32)
+    _launch("node_min", _warp_padded(values_tree.shape[0]), values_tree, _I64(values_tree.shape[0]), _I32(depth), out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# rho, delta
+
+
+def gaussian_reach(dc: float) -> float:
+    return 3.0 * dc
+
+
+@_gpu_memory("computing rho")
+def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
+    gaussian = kernel == "gaussian"
+    reach = gaussian_reach(dc) if gaussian else dc
+    reach2 = _F32(np.float64(reach) ** 2)
+    reach_rule = math.sqrt(float(reach2))
+    slack = bound_slack(tree.n_dims)
+    rho_tree = _output(tree.n_points, _F64)
+    _launch(
+        "rho_gaussian" if gaussian else "rho_cutoff", 32 << tree.depth,
+        tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth), tree.center, tree.cover_radius,
+        reach2, _F64(reach_rule * (1 - slack)), _F64(reach_rule * (1 + slack)), _F64(1.0 / np.float64(dc) ** 2),
+        _F64(slack), rho_tree,
+    )  # fmt: skip
+    if progress is not None:
+        progress(1.0)
+    out = cp.empty_like(rho_tree)
+    out[tree.ids] = rho_tree
+    return out
+
+
+@_gpu_memory("computing delta")
+def delta(tree: VPTree, rank: cp.ndarray, progress=None, reach: float | None = None) -> tuple[cp.ndarray, cp.ndarray]:
+    """(delta, parent) in original order. ``reach`` bounds the first, warp-per-leaf pass (default: a leaf's scale)."""
+    n, d, depth = tree.n_points, tree.n_dims, tree.depth
+    rank_tree = rank[tree.ids].astype(_I32)
+    min_rank = _node_min(rank_tree, depth)
+    delta2 = _output(n, _F32)
+    parent = _output(n, _I64)
+    slack = bound_slack(d)
+    if reach is None:
+        reach = 4.0 * float(cp.median(tree.cover_radius[(1 << depth) - 1 :]))
+    _launch(
+        "delta_local", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, rank_tree,
+        tree.center, tree.cover_radius, min_rank, _F32(np.float64(reach) ** 2), _F64(slack), delta2, parent,
+    )  # fmt: skip
+    densest = int(cp.argmin(rank_tree))
+    parent[densest] = -2  # not a query of either pass
+    queries = cp.flatnonzero(parent == -1)
+    _launch(
+        "delta_global", int(queries.shape[0]), tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, rank_tree,
+        tree.center, tree.cover_radius, min_rank, tree.min_id.astype(cp.uint32), _F64(slack), queries,
+        _I64(queries.shape[0]), delta2, parent,
+    )  # fmt: skip
+    to_densest = _output(n, _F32)
+    _launch("sq_to_point", n, tree.coords, _I64(n), _I32(d), _I64(densest), to_densest)
+    delta2[densest] = to_densest.max()
+    parent[densest] = -1
+    if progress is not None:
+        progress(1.0)
+    out_delta = cp.empty(n, _F64)
+    out_parent = cp.empty(n, _I64)
+    out_delta[tree.ids] = cp.sqrt(delta2.astype(_F64))
+    out_parent[tree.ids] = parent
+    return out_delta, out_parent
+
+
+# ---------------------------------------------------------------------------------------------------------
+# labels, halo, lasso
+
+
+@_gpu_memory("relabelling")
+def labels(parent: cp.ndarray, density_order_: cp.ndarray, centers: cp.ndarray) -> cp.ndarray:
+    """Pointer jumping: each pass halves every point's distance to its labelled ancestor."""
+    n = parent.shape[0]
+    label = cp.full(n, -1, _I64)
+    label[centers] = cp.arange(centers.shape[0], dtype=_I64)
+    ancestor = parent.copy()
+    passes = max(1, math.ceil(math.log2(n))) + 1
+    while True:
+        for _ in range(passes):
+            _launch("jump_to_center", n, _I64(n), ancestor, label)
+        if not bool((label < 0).any()):  # one check per batch, not per pass
+            return label
+
+
+@_gpu_memory("computing the halo")
+def halo(tree: VPTree, rho_values: cp.ndarray, labels_: cp.ndarray, dc: float) -> cp.ndarray:
+    n, d, depth = tree.n_points, tree.n_dims, tree.depth
+    labels_tree = labels_[tree.ids].astype(_I32)
+    rho_tree = cp.ascontiguousarray(rho_values[tree.ids])
+    order, rank = density_order(rho_values)
+    node_max_rho = rho_values[order][_node_min(rank[tree.ids].astype(_I32), depth)]
+    node_label = _output((2 << depth) - 1, _I32)
+    _launch("leaf_labels", 1 << depth, labels_tree, _I64(n), _I32(depth), node_label)
+    for level in range(depth - 1, -1, -1):
+        _launch("merge_labels", 1 << level, _I32(level), node_label)
+    dc2 = _F32(np.float64(dc) ** 2)
+    dc_rule, slack = math.sqrt(float(dc2)), bound_slack(d)
+    pair_rho = _output(n, _F64)
+    _launch(
+        "border_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), labels_tree, rho_tree,
+        tree.center, tree.cover_radius, node_label, cp.ascontiguousarray(node_max_rho), dc2,
+        _F64(dc_rule * (1 - slack)), _F64(dc_rule * (1 + slack)), _F64(slack), pair_rho,
+    )  # fmt: skip
+    border = cp.full(int(labels_.max()) + 1, -1.0, _F64)
+    _launch("cluster_border", n, pair_rho, labels_tree, _I64(n), border.view(cp.int64))
+    return rho_values < border[labels_]
+
+
+def points_in_polygon(x: cp.ndarray, y: cp.ndarray, polygon: cp.ndarray) -> cp.ndarray:
+    x = _require(cp.ascontiguousarray(x, _F64), _F64, 1, "x")
+    y = _require(cp.ascontiguousarray(y, _F64), _F64, 1, "y")
+    polygon = _require(cp.ascontiguousarray(polygon, _F64), _F64, 2, "polygon")
+    inside = _output(x.shape[0], cp.bool_)
+    _launch("points_in_polygon", x.shape[0], x, y, _I64(x.shape[0]), polygon, _I32(polygon.shape[0]), inside)
+    return inside

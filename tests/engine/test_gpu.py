@@ -1,0 +1,123 @@
+"""The GPU backend against the CPU backend, the NumPy oracle and the brute-force GPU reference (real GPU only)."""
+
+import numpy as np
+import pytest
+
+from dpstudio import sample_data
+from dpstudio.engine import DensityPeaks, get_backend
+from dpstudio.engine.backends import BackendUnavailable
+
+from . import oracle
+from .datasets import CASES, blobs
+
+try:
+    gpu = get_backend("gpu")
+except BackendUnavailable as reason:
+    gpu, why = None, str(reason)
+else:
+    why = ""
+    import cupy as cp
+
+    from dpstudio.engine.gpu import brute
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
+
+
+@pytest.fixture(autouse=True)
+def poisoned_outputs(monkeypatch):
+    """Every kernel output starts as garbage, so an element a kernel forgets to write fails the comparison."""
+    if gpu is None:
+        return
+
+    def poisoned(shape, dtype):
+        out = cp.empty(shape, dtype)
+        out.view(cp.uint8).fill(0xA5)
+        return out
+
+    monkeypatch.setattr(gpu, "_output", poisoned)
+
+
+def both(points, **params):
+    return DensityPeaks(backend="cpu", **params).fit(points), DensityPeaks(backend="gpu", **params).fit(points)
+
+
+def assert_same_clustering(cpu_dp, gpu_dp, kernel):
+    if kernel == "cutoff":
+        np.testing.assert_array_equal(gpu_dp.rho_, cpu_dp.rho_)
+    else:
+        np.testing.assert_allclose(gpu_dp.rho_, cpu_dp.rho_, rtol=1e-12, atol=1e-12)
+    # delta/parent/labels/halo from the GPU's own rho must match the CPU's on that same rho
+    cpu_dp._fields = cpu_dp._fields_from_rho(gpu_dp.rho_)
+    np.testing.assert_array_equal(gpu_dp.parent_, cpu_dp.parent_)
+    np.testing.assert_array_equal(gpu_dp.delta_, cpu_dp.delta_)
+    cpu_dp.assign(centers=gpu_dp.centers_)
+    np.testing.assert_array_equal(gpu_dp.labels_, cpu_dp.labels_)
+    np.testing.assert_array_equal(gpu_dp.halo_, cpu_dp.halo_)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
+def test_matches_cpu_and_oracle_on_random_sets(case, kernel, rng):
+    points = CASES[case](rng)
+    cpu_dp, gpu_dp = both(points, kernel=kernel)
+    assert gpu_dp.dc_ == cpu_dp.dc_
+    assert_same_clustering(cpu_dp, gpu_dp, kernel)
+    sq = oracle.rule_sq_dists(points)
+    expected_delta, expected_parent = oracle.delta_parent(sq, gpu_dp.rho_)
+    np.testing.assert_array_equal(gpu_dp.parent_, expected_parent)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 16, 57, 128])
+@pytest.mark.parametrize("n", [2, 33, 1000, 20_000])
+def test_dimensions_and_sizes(d, n, rng):
+    points = blobs(rng, n, d)
+    points[rng.integers(0, n, n // 10)] = points[0]  # duplicates of one point
+    for kernel in ["cutoff", "gaussian"]:
+        assert_same_clustering(*both(points, kernel=kernel), kernel)
+
+
+@pytest.mark.parametrize(("n", "d"), [(1_000_000, 2), (200_000, 16)])
+def test_large_against_brute_force(n, d, rng):
+    points = blobs(rng, n, d).astype(np.float32)
+    dp = DensityPeaks(backend="gpu").fit(points)
+    device_points = cp.asarray(points)
+    np.testing.assert_array_equal(dp.rho_, cp.asnumpy(brute.rho(device_points, dp.dc_)))
+    _, rank = gpu.density_order(cp.asarray(dp.rho_))
+    brute_delta, brute_parent = (cp.asnumpy(a) for a in brute.delta(device_points, rank))
+    brute_parent[brute_parent < 0] = -1
+    np.testing.assert_array_equal(dp.parent_, brute_parent)
+    np.testing.assert_array_equal(dp.delta_, brute_delta)
+
+
+@pytest.mark.parametrize("name", list(sample_data.SAMPLES))
+def test_sample_sets(name):
+    for kernel in ["cutoff", "gaussian"]:
+        assert_same_clustering(*both(sample_data.path(name), kernel=kernel), kernel)
+
+
+def test_tree_is_the_cpu_tree(rng):
+    points = blobs(rng, 50_000, 3).astype(np.float32)
+    cpu_tree = get_backend("cpu").build_vptree(points)
+    gpu_tree = gpu.build_vptree(cp.asarray(points))
+    np.testing.assert_array_equal(cp.asnumpy(gpu_tree.ids), cpu_tree.ids)
+    np.testing.assert_array_equal(cp.asnumpy(gpu_tree.vantage), cpu_tree.vantage)
+    np.testing.assert_allclose(cp.asnumpy(gpu_tree.cover_radius), cpu_tree.cover_radius, rtol=1e-5)
+
+
+def test_lasso_and_selection_modes_match(rng):
+    cpu_dp, gpu_dp = both(blobs(rng, 3000))
+    polygon = [(0, 0), (1e9, 0), (1e9, 1e9), (0, 1e9)]
+    np.testing.assert_array_equal(gpu_dp.assign(polygon=polygon).centers_, cpu_dp.assign(polygon=polygon).centers_)
+    np.testing.assert_array_equal(gpu_dp.assign(n_centers=7).centers_, cpu_dp.assign(n_centers=7).centers_)
+    np.testing.assert_array_equal(gpu_dp.suggest_centers(), cpu_dp.suggest_centers())
+
+
+def test_out_of_memory_is_a_clear_error(rng):
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    pool.set_limit(size=1 << 20)
+    try:
+        with pytest.raises(MemoryError, match="GPU out of memory while"):
+            DensityPeaks(backend="gpu").fit(blobs(rng, 200_000, 3))
+    finally:
+        pool.set_limit(size=0)
