@@ -122,10 +122,11 @@ extern "C" __global__ void node_min(const int* __restrict__ values, i64 n, int d
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// rho: one warp per leaf of queries (tree order, so a warp's queries are neighbours). The warp walks the
-// tree once, bounded by its leaf's ball: nodes wholly inside the reach for every query are counted at once,
-// nodes wholly outside skipped; at each undecided leaf, every lane decides for its own query, and lanes that
-// must scan are served by the whole warp: lane l holds point l of the leaf, a ballot counts the hits.
+// rho: one warp per leaf of queries (tree order, so a warp's queries are neighbours) walks the tree once.
+// Each stack entry carries the lanes still undecided about that node: every such lane tests the node's ball
+// for its own query, counts the node at once when it lies inside the reach, drops it when outside, and the
+// warp descends only while some lane is undecided. At a leaf the undecided lanes are served by the whole warp:
+// lane l holds point l of the leaf and a ballot counts one query's hits.
 
 template <bool GAUSSIAN>
 __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
@@ -136,40 +137,38 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
     const i64 leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
     if (leaf >= n_leaves) return;  // the whole warp leaves together
-    const i64 own = n_leaves - 1 + leaf;
     const i64 qs = seg_start(n, depth, leaf), qe = seg_start(n, depth, leaf + 1);
     const i64 p = qs + lane;
     const bool active = p < qe;
     const i64 pq = active ? p : qs;  // idle lanes shadow the first query, and write nothing
-    const double own_pad = (double)radius[own] * (1.0 + slack);
-    double certain = 0.0, total = 0.0;
+    double total = 0.0;
 
     i64 nodes[STACK];
-    int levels[STACK];
-    int top = 0;
-    nodes[0] = 0; levels[0] = 0; top = 1;
+    unsigned masks[STACK];
+    nodes[0] = 0;
+    masks[0] = __ballot_sync(FULL_MASK, active);
+    int top = 1;
     while (top > 0) {
         --top;
         const i64 k = nodes[top];
-        const int level = levels[top];
-        Bounds b = ball_bounds(sq_rows(center + own * d, center + k * d, d), radius[k], slack);
-        if (b.lower - own_pad >= reach_hi) continue;
+        const bool mine_to_decide = (masks[top] >> lane) & 1u;
+        const int level = 63 - __clzll(k + 1);
         const i64 j = k - ((1LL << level) - 1);
         const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-        if (!GAUSSIAN && b.upper + own_pad < reach_lo) { certain += (double)(e - s); continue; }
-        if (level < depth) {
-            nodes[top] = 2 * k + 1; levels[top] = level + 1;
-            nodes[top + 1] = 2 * k + 2; levels[top + 1] = level + 1;
-            top += 2;
-            continue;
-        }
         Bounds mine = ball_bounds(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
         const bool outside = mine.lower >= reach_hi;
         const bool inside = !GAUSSIAN && mine.upper < reach_lo;
-        if (inside && active) total += (double)(e - s);
-        unsigned scan = __ballot_sync(FULL_MASK, active && !outside && !inside);
+        if (mine_to_decide && inside) total += (double)(e - s);
+        unsigned undecided = __ballot_sync(FULL_MASK, mine_to_decide && !outside && !inside);
+        if (!undecided) continue;
+        if (level < depth) {
+            nodes[top] = 2 * k + 1; masks[top] = undecided;
+            nodes[top + 1] = 2 * k + 2; masks[top + 1] = undecided;
+            top += 2;
+            continue;
+        }
         if (GAUSSIAN) {
-            if (active && !outside) {
+            if ((undecided >> lane) & 1u) {
                 for (i64 t = s; t < e; ++t) {
                     float d2 = sq_between(coords, n, d, t, p);
                     if (d2 < reach2 && t != p) total += exp(-(double)d2 * inv_dc2);
@@ -177,16 +176,16 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
             }
         } else {
             const bool has_point = s + lane < e;
-            while (scan) {
-                const int i = __ffs(scan) - 1;
-                scan &= scan - 1;
+            while (undecided) {
+                const int i = __ffs(undecided) - 1;
+                undecided &= undecided - 1;
                 const float d2 = has_point ? sq_between(coords, n, d, s + lane, qs + i) : reach2;
                 const unsigned hits = __ballot_sync(FULL_MASK, d2 < reach2);
                 if (lane == i) total += (double)__popc(hits);
             }
         }
     }
-    if (active) rho[p] = GAUSSIAN ? total : certain + total - 1.0;  // a cut-off count includes the point itself
+    if (active) rho[p] = GAUSSIAN ? total : total - 1.0;  // a cut-off count includes the point itself
 }
 
 extern "C" __global__ void rho_cutoff(const float* coords, i64 n, int d, int depth, const float* center,
@@ -225,37 +224,36 @@ extern "C" __global__ void delta_local(const float* __restrict__ coords, i64 n, 
     const i64 p = qs + lane;
     const bool active = p < qe;
     const i64 pq = active ? p : qs;
-    const int my_rank = active ? rank[p] : -1;  // idle lanes want nothing
-    const int warp_rank = __reduce_max_sync(FULL_MASK, (unsigned)(my_rank + 1)) - 1;
-    const double own_pad = (double)radius[own] * (1.0 + slack);
+    const int my_rank = active ? rank[p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
 
-    // start from the query's own leaf; -1 marks "nothing closer than dc yet" and loses every distance tie
+    // start from the query's own leaf; -1 marks "nothing closer than the reach yet" and loses every tie
     float best_d2 = reach2;
     i64 best_id = -1;
-    if (active && my_rank > 0)
-        for (i64 t = qs; t < qe; ++t)
-            if (rank[t] < my_rank) {
-                float d2 = sq_between(coords, n, d, t, p);
-                if (d2 < best_d2 || (d2 == best_d2 && best_id >= 0 && ids[t] < best_id)) { best_d2 = d2; best_id = ids[t]; }
-            }
+    for (i64 t = qs; t < qe && my_rank > 0; ++t)
+        if (rank[t] < my_rank) {
+            float d2 = sq_between(coords, n, d, t, p);
+            if (d2 < best_d2 || (d2 == best_d2 && best_id >= 0 && ids[t] < best_id)) { best_d2 = d2; best_id = ids[t]; }
+        }
 
+    // each stack entry carries the lanes that may still find something in that node
     i64 nodes[STACK];
-    int levels[STACK];
-    double lowers[STACK];
+    unsigned masks[STACK];
+    nodes[0] = 0;
+    masks[0] = __ballot_sync(FULL_MASK, my_rank > 0);
     int top = 1;
-    nodes[0] = 0; levels[0] = 0; lowers[0] = 0.0;
     while (top > 0) {
         --top;
         const i64 k = nodes[top];
-        const int level = levels[top];
-        const double warp_best = __uint_as_float(__reduce_max_sync(FULL_MASK, active && my_rank > 0 ? __float_as_uint(best_d2) : 0u));
-        if (min_rank[k] >= warp_rank || lowers[top] - own_pad > sqrt(warp_best) || k == own) continue;
-        const i64 j = k - ((1LL << level) - 1);
+        const int level = 63 - __clzll(k + 1);
+        const bool mine = (masks[top] >> lane) & 1u;
+        Bounds b = ball_bounds(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
+        const bool relevant = mine && k != own && min_rank[k] < my_rank && b.lower <= sqrt((double)best_d2);
+        const unsigned still = __ballot_sync(FULL_MASK, relevant);
+        if (!still) continue;
         if (level == depth) {
-            const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-            Bounds mine = ball_bounds(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
-            if (active && min_rank[k] < my_rank && mine.lower <= sqrt((double)best_d2)) {
-                for (i64 t = s; t < e; ++t)
+            if (relevant) {
+                const i64 j = k - ((1LL << level) - 1);
+                for (i64 t = seg_start(n, level, j), e = seg_start(n, level, j + 1); t < e; ++t)
                     if (rank[t] < my_rank) {
                         float d2 = sq_between(coords, n, d, t, p);
                         if (d2 < best_d2 || (d2 == best_d2 && best_id >= 0 && ids[t] < best_id)) { best_d2 = d2; best_id = ids[t]; }
@@ -263,17 +261,16 @@ extern "C" __global__ void delta_local(const float* __restrict__ coords, i64 n, 
             }
             continue;
         }
+        // the child nearer to the warp's own leaf is searched first, to shrink every lane's best early
         i64 near = 2 * k + 1, far = 2 * k + 2;
-        double near_lower = ball_bounds(sq_rows(center + own * d, center + near * d, d), radius[near], slack).lower;
-        double far_lower = ball_bounds(sq_rows(center + own * d, center + far * d, d), radius[far], slack).lower;
-        if (far_lower < near_lower) { i64 tk = near; near = far; far = tk; double tl = near_lower; near_lower = far_lower; far_lower = tl; }
-        nodes[top] = far; levels[top] = level + 1; lowers[top] = far_lower;
-        nodes[top + 1] = near; levels[top + 1] = level + 1; lowers[top + 1] = near_lower;
+        if (sq_rows(center + own * d, center + far * d, d) < sq_rows(center + own * d, center + near * d, d)) { near = 2 * k + 2; far = 2 * k + 1; }
+        nodes[top] = far; masks[top] = still;
+        nodes[top + 1] = near; masks[top + 1] = still;
         top += 2;
     }
-    if (active && my_rank > 0) {
+    if (my_rank > 0) {
         delta2[p] = best_d2;
-        parent[p] = best_id;  // -1: none within dc, left to delta_global
+        parent[p] = best_id;  // -1: none within the reach, left to delta_global
     }
 }
 
