@@ -27,20 +27,6 @@ def labels(parent: np.ndarray, density_order: np.ndarray, centers: np.ndarray) -
 
 
 @nb.njit(cache=True)
-def _node_label(labels, depth):
-    """Each node's label if all its points share one, else -1 (tree order in, breadth-first nodes out)."""
-    n = labels.shape[0]
-    out = np.empty((2 << depth) - 1, np.int64)
-    first_leaf = (1 << depth) - 1
-    for j in range(1 << depth):
-        run = labels[segment_start(n, depth, j) : segment_start(n, depth, j + 1)]
-        out[first_leaf + j] = run[0] if run.min() == run.max() else -1
-    for k in range(first_leaf - 1, -1, -1):
-        out[k] = out[2 * k + 1] if out[2 * k + 1] == out[2 * k + 2] else -1
-    return out
-
-
-@nb.njit(cache=True)
 def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq):
     """Largest rho among points within dc of position p that carry another label (-inf if none)."""
     n = coords.shape[1]
@@ -92,7 +78,8 @@ def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.nda
     labels_tree = np.ascontiguousarray(labels[tree.ids])
     rho_tree = np.ascontiguousarray(rho[tree.ids])
     node_max_rho = -_node_min(-rho_tree, tree.depth)
-    node_label = _node_label(labels_tree, tree.depth)
+    smallest, largest = _node_min(labels_tree, tree.depth), -_node_min(-labels_tree, tree.depth)
+    node_label = np.where(smallest == largest, smallest, -1)  # -1: the node mixes labels
     dc2 = np.float32(np.float64(dc) ** 2)
     dc_rule = np.sqrt(np.float64(dc2))
     slack = bound_slack(tree.n_dims)

@@ -270,10 +270,8 @@ def halo(tree: VPTree, rho_values: cp.ndarray, labels_: cp.ndarray, dc: float) -
     rho_tree = cp.ascontiguousarray(rho_values[tree.ids])
     order, rank = density_order(rho_values)
     node_max_rho = rho_values[order][_node_min(rank[tree.ids].astype(_I32), depth)]
-    node_label = _output((2 << depth) - 1, _I32)
-    _launch("leaf_labels", 1 << depth, labels_tree, _I64(n), _I32(depth), node_label)
-    for level in range(depth - 1, -1, -1):
-        _launch("merge_labels", 1 << level, _I32(level), node_label)
+    smallest, largest = _node_min(labels_tree, depth), -_node_min(-labels_tree, depth)
+    node_label = cp.where(smallest == largest, smallest, -1).astype(_I32)  # -1: the node mixes labels
     dc2 = _F32(np.float64(dc) ** 2)
     dc_rule, slack = math.sqrt(float(dc2)), bound_slack(d)
     pair_rho = _output(n, _F64)

@@ -49,6 +49,27 @@ __device__ __forceinline__ Bounds ball_bounds(float d2, float radius, double sla
     return {s - r - pad, s + r + pad};
 }
 
+// one warp per leaf of queries: lane l serves tree position qs + l; idle lanes (a leaf holds at most 32 points)
+// shadow the first query so that every lane can join warp-wide votes, and write nothing
+struct LeafWarp {
+    i64 leaf, own, qs, qe, p, pq;
+    int lane;
+    bool active;
+};
+
+__device__ __forceinline__ bool leaf_warp(i64 n, int depth, LeafWarp& w) {
+    const i64 n_leaves = 1LL << depth;
+    w.leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    w.lane = threadIdx.x & 31;
+    w.own = n_leaves - 1 + w.leaf;
+    w.qs = seg_start(n, depth, w.leaf);
+    w.qe = seg_start(n, depth, w.leaf + 1);
+    w.p = w.qs + w.lane;
+    w.active = w.leaf < n_leaves && w.p < w.qe;
+    w.pq = w.active ? w.p : w.qs;
+    return w.leaf < n_leaves;  // false for the whole warp at once
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // index construction
 
@@ -133,14 +154,11 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
                            const float* __restrict__ center, const float* __restrict__ radius,
                            float reach2, double reach_lo, double reach_hi, double inv_dc2, double slack,
                            double* __restrict__ rho) {
-    const i64 n_leaves = 1LL << depth;
-    const i64 leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
-    if (leaf >= n_leaves) return;  // the whole warp leaves together
-    const i64 qs = seg_start(n, depth, leaf), qe = seg_start(n, depth, leaf + 1);
-    const i64 p = qs + lane;
-    const bool active = p < qe;
-    const i64 pq = active ? p : qs;  // idle lanes shadow the first query, and write nothing
+    LeafWarp w;
+    if (!leaf_warp(n, depth, w)) return;
+    const int lane = w.lane;
+    const i64 qs = w.qs, p = w.p, pq = w.pq;
+    const bool active = w.active;
     double total = 0.0;
 
     i64 nodes[STACK];
@@ -215,16 +233,11 @@ extern "C" __global__ void delta_local(const float* __restrict__ coords, i64 n, 
                                        const float* __restrict__ center, const float* __restrict__ radius,
                                        const int* __restrict__ min_rank, float reach2, double slack,
                                        float* __restrict__ delta2, i64* __restrict__ parent) {
-    const i64 n_leaves = 1LL << depth;
-    const i64 leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
-    if (leaf >= n_leaves) return;
-    const i64 own = n_leaves - 1 + leaf;
-    const i64 qs = seg_start(n, depth, leaf), qe = seg_start(n, depth, leaf + 1);
-    const i64 p = qs + lane;
-    const bool active = p < qe;
-    const i64 pq = active ? p : qs;
-    const int my_rank = active ? rank[p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
+    LeafWarp w;
+    if (!leaf_warp(n, depth, w)) return;
+    const int lane = w.lane;
+    const i64 own = w.own, qs = w.qs, qe = w.qe, p = w.p, pq = w.pq;
+    const int my_rank = w.active ? rank[p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
 
     // start from the query's own leaf; -1 marks "nothing closer than the reach yet" and loses every tie
     float best_d2 = reach2;
@@ -342,15 +355,10 @@ extern "C" __global__ void border_rho(const float* __restrict__ coords, i64 n, i
                                       const int* __restrict__ node_label, const double* __restrict__ node_max_rho,
                                       float dc2, double dc_lo, double dc_hi, double slack,
                                       double* __restrict__ pair_rho) {
-    const i64 n_leaves = 1LL << depth;
-    const i64 leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
-    if (leaf >= n_leaves) return;
-    const i64 own = n_leaves - 1 + leaf;
-    const i64 qs = seg_start(n, depth, leaf), qe = seg_start(n, depth, leaf + 1);
-    const i64 p = qs + lane;
-    const bool active = p < qe;
-    const i64 pq = active ? p : qs;
+    LeafWarp w;
+    if (!leaf_warp(n, depth, w)) return;
+    const i64 own = w.own, p = w.p, pq = w.pq;
+    const bool active = w.active;
     const int my_label = labels[pq];
     const double own_pad = (double)radius[own] * (1.0 + slack);
     double best = -1.0 / 0.0;
@@ -382,24 +390,6 @@ extern "C" __global__ void border_rho(const float* __restrict__ coords, i64 n, i
             if (labels[t] != my_label && rho[t] > best && sq_between(coords, n, d, t, p) < dc2) best = rho[t];
     }
     if (active) pair_rho[p] = (rho[p] + best) / 2.0;
-}
-
-// per-node label if uniform, else -1: leaves first, then one launch per level, bottom-up
-extern "C" __global__ void leaf_labels(const int* __restrict__ labels, i64 n, int depth, int* __restrict__ node_label) {
-    i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (j >= (1LL << depth)) return;
-    i64 s = seg_start(n, depth, j), e = seg_start(n, depth, j + 1);
-    int first = labels[s];
-    for (i64 t = s + 1; t < e; ++t) if (labels[t] != first) { first = -1; break; }
-    node_label[(1LL << depth) - 1 + j] = first;
-}
-
-extern "C" __global__ void merge_labels(int level, int* __restrict__ node_label) {
-    i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (j >= (1LL << level)) return;
-    i64 k = (1LL << level) - 1 + j;
-    int a = node_label[2 * k + 1], b = node_label[2 * k + 2];
-    node_label[k] = a == b ? a : -1;
 }
 
 // nonnegative doubles order like their bits as signed 64-bit integers; -1.0 ("no border") is below them all
