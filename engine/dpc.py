@@ -113,7 +113,8 @@ class DensityPeaks:
         progress: Progress | None = None,
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index; reassign suggested centers."""
-        self._require_fit()
+        if not hasattr(self, "index_"):
+            raise RuntimeError("this DensityPeaks is not fitted yet: call fit(X) first")
         kernel = kernel or self.kernel
         _check_kernel(kernel)
         if dc is None:
@@ -275,7 +276,7 @@ class DensityPeaks:
         return self._backend.to_numpy(getattr(self._fields, name))
 
     def _require_fit(self) -> None:
-        if not hasattr(self, "_fields") and not hasattr(self, "index_"):
+        if not hasattr(self, "_fields"):
             raise RuntimeError("this DensityPeaks is not fitted yet: call fit(X) first")
 
 
