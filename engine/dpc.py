@@ -113,8 +113,7 @@ class DensityPeaks:
         progress: Progress | None = None,
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index; reassign suggested centers."""
-        if not hasattr(self, "index_"):
-            raise RuntimeError("this DensityPeaks is not fitted yet: call fit(X) first")
+        self._require_fit(needs="index_")
         kernel = kernel or self.kernel
         _check_kernel(kernel)
         if dc is None:
@@ -275,8 +274,8 @@ class DensityPeaks:
         self._require_fit()
         return self._backend.to_numpy(getattr(self._fields, name))
 
-    def _require_fit(self) -> None:
-        if not hasattr(self, "_fields"):
+    def _require_fit(self, needs: str = "_fields") -> None:
+        if not hasattr(self, needs):
             raise RuntimeError("this DensityPeaks is not fitted yet: call fit(X) first")
 
 

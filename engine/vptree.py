@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 LEAF_SIZE = 32
 
 
@@ -38,6 +40,20 @@ def tree_depth(n_points: int) -> int:
 def bound_slack(n_dims: int) -> float:
     """Relative slack on triangle-inequality bounds: far above float32 rounding of a d-term distance."""
     return (n_dims + 8) * 2.0**-20
+
+
+def gaussian_reach(dc: float) -> float:
+    """Radius beyond which Gaussian weights are dropped (each dropped term is below e^-9)."""
+    return 3.0 * dc
+
+
+def reach_rule(reach: float, n_dims: int) -> tuple[np.float32, float, float]:
+    """The distance rule for ``d < reach``: (float32 squared reach that leaf scans compare with, and the reach
+    shrunk and grown by the slack, below / at or above which a whole node's bounds decide it)."""
+    reach2 = np.float32(np.float64(reach) ** 2)
+    exact = float(np.sqrt(np.float64(reach2)))
+    slack = bound_slack(n_dims)
+    return reach2, exact * (1 - slack), exact * (1 + slack)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import LEAF_SIZE, VPTree, bound_slack
+from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule
 from .density import _BLOCK, _STACK, _ball_distance, _node_min
 from .geometry import leaf_sq_dists, segment_start
 
@@ -80,13 +80,11 @@ def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.nda
     node_max_rho = -_node_min(-rho_tree, tree.depth)
     smallest, largest = _node_min(labels_tree, tree.depth), -_node_min(-labels_tree, tree.depth)
     node_label = np.where(smallest == largest, smallest, -1)  # -1: the node mixes labels
-    dc2 = np.float32(np.float64(dc) ** 2)
-    dc_rule = np.sqrt(np.float64(dc2))
-    slack = bound_slack(tree.n_dims)
+    dc2, dc_lo, dc_hi = reach_rule(dc, tree.n_dims)
     pair_rho = np.empty(tree.n_points, np.float64)
     _border_rho(
         tree.coords, labels_tree, rho_tree, tree.center, tree.cover_radius, node_label, node_max_rho,
-        tree.depth, dc2, dc_rule * (1 - slack), dc_rule * (1 + slack), slack, pair_rho,
+        tree.depth, dc2, dc_lo, dc_hi, bound_slack(tree.n_dims), pair_rho,
     )  # fmt: skip
     n_clusters = int(labels.max()) + 1
     border = np.full(n_clusters, -np.inf)

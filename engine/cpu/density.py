@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import LEAF_SIZE, VPTree, bound_slack
+from ..vptree import LEAF_SIZE, VPTree, bound_slack, gaussian_reach, reach_rule
 from .geometry import leaf_sq_dists, segment_start, sq_dist
 
 _BLOCK = 256  # queries per parallel task: one traversal stack per task
@@ -33,14 +33,13 @@ def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, 
     every query, number of leaves left to test query by query, which are written to ``candidates``)."""
     n = coords.shape[1]
     own = (1 << depth) - 1 + leaf
-    own_radius = np.float64(radius[own])
+    pad = np.float64(radius[own]) * (1 + slack)  # any query of the leaf is within this of the leaf's centre
     certain, n_candidates = 0, 0
     nodes[0], levels[0], top = 0, 0, 1
     while top > 0:
         top -= 1
         k, level = nodes[top], levels[top]
         lower, upper = _ball_distance(center[own], center, radius, k, slack)
-        pad = own_radius * (1 + slack)
         if lower - pad >= reach_hi:
             continue
         j = k - ((1 << level) - 1)
@@ -198,23 +197,16 @@ def _chunks(n: int, progress, min_step: int = 1 << 16):
             progress(min(n, first + step) / n)
 
 
-def gaussian_reach(dc: float) -> float:
-    """Radius beyond which Gaussian weights are dropped (see DensityPeaks docs for the error bound)."""
-    return 3.0 * dc
-
-
 def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
     """Local density of every point, in original order (float64)."""
     gaussian = kernel == "gaussian"
-    reach = gaussian_reach(dc) if gaussian else dc
-    reach2 = np.float32(np.float64(reach) ** 2)
-    reach_rule = np.sqrt(np.float64(reach2))
+    reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
     slack = bound_slack(tree.n_dims)
     rho_tree = np.empty(tree.n_points, np.float64)
     for first, last in _chunks(1 << tree.depth, progress, min_step=1 << 11):
         _rho_leaves(
             tree.coords, tree.center, tree.cover_radius, tree.depth, reach2,
-            reach_rule * (1 - slack), reach_rule * (1 + slack), 1.0 / np.float64(dc) ** 2, gaussian, slack,
+            reach_lo, reach_hi, 1.0 / np.float64(dc) ** 2, gaussian, slack,
             first, last, rho_tree,
         )  # fmt: skip
     out = np.empty_like(rho_tree)

@@ -20,7 +20,7 @@ try:
 except ImportError as exc:  # re-raised by backends.get_backend as BackendUnavailable
     raise ImportError("CuPy is not installed (pip install 'dpstudio[gpu]')") from exc
 
-from ..vptree import VPTree, bound_slack, tree_depth
+from ..vptree import VPTree, bound_slack, gaussian_reach, reach_rule, tree_depth
 
 name = "gpu"
 xp = cp
@@ -183,23 +183,16 @@ def _node_min(values_tree: cp.ndarray, depth: int) -> cp.ndarray:
 # rho, delta
 
 
-def gaussian_reach(dc: float) -> float:
-    return 3.0 * dc
-
-
 @_gpu_memory("computing rho")
 def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
     gaussian = kernel == "gaussian"
-    reach = gaussian_reach(dc) if gaussian else dc
-    reach2 = _F32(np.float64(reach) ** 2)
-    reach_rule = math.sqrt(float(reach2))
-    slack = bound_slack(tree.n_dims)
+    reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
     rho_tree = _output(tree.n_points, _F64)
     _launch(
         "rho_gaussian" if gaussian else "rho_cutoff", 32 << tree.depth,
         tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth), tree.center, tree.cover_radius,
-        reach2, _F64(reach_rule * (1 - slack)), _F64(reach_rule * (1 + slack)), _F64(1.0 / np.float64(dc) ** 2),
-        _F64(slack), rho_tree,
+        reach2, _F64(reach_lo), _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2),
+        _F64(bound_slack(tree.n_dims)), rho_tree,
     )  # fmt: skip
     if progress is not None:
         progress(1.0)
@@ -272,13 +265,12 @@ def halo(tree: VPTree, rho_values: cp.ndarray, labels_: cp.ndarray, dc: float) -
     node_max_rho = rho_values[order][_node_min(rank[tree.ids].astype(_I32), depth)]
     smallest, largest = _node_min(labels_tree, depth), -_node_min(-labels_tree, depth)
     node_label = cp.where(smallest == largest, smallest, -1).astype(_I32)  # -1: the node mixes labels
-    dc2 = _F32(np.float64(dc) ** 2)
-    dc_rule, slack = math.sqrt(float(dc2)), bound_slack(d)
+    dc2, dc_lo, dc_hi = reach_rule(dc, d)
     pair_rho = _output(n, _F64)
     _launch(
         "border_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), labels_tree, rho_tree,
         tree.center, tree.cover_radius, node_label, cp.ascontiguousarray(node_max_rho), dc2,
-        _F64(dc_rule * (1 - slack)), _F64(dc_rule * (1 + slack)), _F64(slack), pair_rho,
+        _F64(dc_lo), _F64(dc_hi), _F64(bound_slack(d)), pair_rho,
     )  # fmt: skip
     border = cp.full(int(labels_.max()) + 1, -1.0, _F64)
     _launch("cluster_border", n, pair_rho, labels_tree, _I64(n), border.view(cp.int64))

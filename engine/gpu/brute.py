@@ -9,6 +9,8 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
+from ..vptree import gaussian_reach
+
 _THREADS = 256
 _TILE = 128
 _MAXD = (4, 16, 64, 128)
@@ -39,7 +41,7 @@ def _coords(points: cp.ndarray) -> cp.ndarray:
 def rho(points: cp.ndarray, dc: float, kernel: str = "cutoff") -> cp.ndarray:
     """rho of every point by comparing it with all N points (same truncation and rule as the engine)."""
     n, d = points.shape
-    reach = 3.0 * dc if kernel == "gaussian" else dc
+    reach = gaussian_reach(dc) if kernel == "gaussian" else dc
     out = cp.empty(n, cp.float64)
     _kernel("brute_rho<{}, " + ("true>" if kernel == "gaussian" else "false>"), d)(
         ((n + _THREADS - 1) // _THREADS,), (_THREADS,),
