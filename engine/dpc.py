@@ -4,32 +4,13 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import centers as center_rules
-from .backends import get_backend
-from .data import to_points
-from .dc import dc_from_percent
-
-KERNELS = ("cutoff", "gaussian")
-Progress = Callable[[str, float], None]
-
-
-@dataclass
-class _Fields:
-    """Everything that depends on (kernel, dc) but not on the centers, on the backend's device."""
-
-    rho: Any
-    delta: Any
-    parent: Any
-    order: Any  # point indices from densest to sparsest
-    gamma: Any  # ranking gamma (see centers.ranking_gamma)
+from .indexed import IndexedPoints, Progress, check_kernel
 
 
 class DensityPeaks:
@@ -60,7 +41,7 @@ class DensityPeaks:
         (smallest index on a distance tie); the densest point has parent -1 and delta = its largest distance.
         gamma_ = rho * delta with the densest point's delta capped at the others' largest.
     labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones).
-    index_ : the VP-tree, reused by ``set_dc`` and ``assign``.
+    index_ : the VP-tree, reused by ``set_dc`` and ``assign``; ``indexed_`` holds it with the cached fields.
     timings_ : seconds per phase of the last computation.
     """
 
@@ -88,69 +69,48 @@ class DensityPeaks:
 
     # fitting ------------------------------------------------------------------------------------------------
     def fit(self, X, y=None, progress: Progress | None = None) -> DensityPeaks:
-        """Build the index over X (N, d) and compute the decision graph; assign the suggested centers."""
-        _check_kernel(self.kernel)
-        points = to_points(X).values
-        self._backend = get_backend(self.backend)
+        """Build the index over X (N, d) and compute the decision graph; assign the suggested centers.
+
+        X may also be an ``IndexedPoints``: its index and cached fields are then shared, not rebuilt (its
+        backend is used).
+        """
+        check_kernel(self.kernel)
         self.timings_ = {}
-        started = time.perf_counter()
-        self._points = self._backend.asarray(points)
-        self.index_ = self._backend.build_vptree(self._points, progress=_phase(progress, "index"))
-        self._backend.synchronize()
-        self.timings_["index"] = time.perf_counter() - started
-        self.n_features_in_ = points.shape[1]
-        self._cache: OrderedDict[tuple[str, float], _Fields] = OrderedDict()
+        if isinstance(X, IndexedPoints):
+            self.indexed_ = X
+        else:
+            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress)
+            self.timings_["index"] = self.indexed_.index_seconds
+        self._backend = self.indexed_.backend
+        self.n_features_in_ = self.indexed_.n_dims
         self.set_dc(self.dc, dc_percent=self.dc_percent, kernel=self.kernel, progress=progress)
         return self
 
     def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
         return self.fit(X, progress=progress).labels_
 
-    CACHED_FIELDS = 4  # (kernel, dc) results kept, so moving a slider back is free
-
     def set_dc(
         self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
         progress: Progress | None = None,
     ) -> DensityPeaks:  # fmt: skip
-        """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index; reassign suggested centers."""
-        self._require_fit(needs="index_")
+        """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index; reassign suggested centers.
+
+        The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
+        """
+        self._require_fit(needs="indexed_")
         kernel = kernel or self.kernel
-        _check_kernel(kernel)
+        check_kernel(kernel)
         if dc is None:
-            started = time.perf_counter()
-            dc = dc_from_percent(self._points, dc_percent or self.dc_percent, xp=self._backend.xp)
-            self.timings_["dc"] = time.perf_counter() - started
-        if not (np.isfinite(dc) and dc > 0):
-            raise ValueError(f"dc must be a positive number, got {dc}")
-        self.dc_, self.kernel_ = float(dc), kernel
-        key = (kernel, self.dc_)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-        else:
-            self._cache[key] = self._compute_fields(kernel, self.dc_, progress)
-            if len(self._cache) > self.CACHED_FIELDS:
-                self._cache.popitem(last=False)
-        self._fields = self._cache[key]
+            dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
+        self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
+        self.dc_, self.kernel_ = self._fields.dc, kernel
         return self.assign()
 
-    def _compute_fields(self, kernel: str, dc: float, progress: Progress | None) -> _Fields:
-        started = time.perf_counter()
-        rho = self._backend.rho(self.index_, dc, kernel, progress=_phase(progress, "rho"))
-        self._backend.synchronize()
-        self.timings_["rho"] = time.perf_counter() - started
-        return self._fields_from_rho(rho, progress)
-
-    def _fields_from_rho(self, rho, progress: Progress | None = None) -> _Fields:
-        """delta, parent and gamma for given densities (also lets tests feed one backend's rho to another)."""
-        backend = self._backend
-        started = time.perf_counter()
-        rho = backend.asarray(rho)
-        order, rank = backend.density_order(rho)
-        delta, parent = backend.delta(self.index_, rank, progress=_phase(progress, "delta"))
-        backend.synchronize()
-        self.timings_["delta"] = time.perf_counter() - started
-        gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)
-        return _Fields(rho, delta, parent, order, gamma)
+    @property
+    def index_(self):
+        """The VP-tree, reused by ``set_dc`` and ``assign``."""
+        self._require_fit(needs="indexed_")
+        return self.indexed_.index
 
     # centers and labels -------------------------------------------------------------------------------------
     def suggest_centers(self) -> np.ndarray:
@@ -227,7 +187,7 @@ class DensityPeaks:
     # results at the API edge (NumPy) -------------------------------------------------------------------------
     @property
     def n_points_(self) -> int:
-        return int(self._points.shape[0])
+        return self.indexed_.n_points
 
     @property
     def rho_(self) -> np.ndarray:
@@ -278,11 +238,3 @@ class DensityPeaks:
         if not hasattr(self, needs):
             raise RuntimeError("this DensityPeaks is not fitted yet: call fit(X) first")
 
-
-def _check_kernel(kernel: str) -> None:
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
-
-
-def _phase(progress: Progress | None, phase: str):
-    return None if progress is None else (lambda fraction: progress(phase, fraction))

@@ -58,7 +58,7 @@ def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, 
     return best
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def _border_rho(coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
     n = coords.shape[1]
     for b in nb.prange((n + _BLOCK - 1) // _BLOCK):
@@ -92,7 +92,7 @@ def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.nda
     return rho < border[labels]
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def points_in_polygon(x, y, polygon):
     """Even-odd rule: is each (x, y) inside the closed polygon (m, 2)?"""
     n, m = x.shape[0], polygon.shape[0]

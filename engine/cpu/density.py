@@ -55,7 +55,7 @@ def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, 
     return certain, n_candidates
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first_leaf, last_leaf, rho):
     """rho of every query in leaves [first_leaf, last_leaf): cut-off counts (self excluded) or Gaussian sums."""
     n = coords.shape[1]
@@ -161,7 +161,7 @@ def _nearest_denser(q, p, coords, ids, rank, center, radius, min_rank, min_id, d
     return best_d2, best_id
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def _delta_range(coords, ids, rank, center, radius, min_rank, min_id, depth, slack, first, last, delta2, parent):
     n_blocks = (last - first + _BLOCK - 1) // _BLOCK
     for b in nb.prange(n_blocks):
@@ -179,7 +179,7 @@ def _delta_range(coords, ids, rank, center, radius, min_rank, min_id, depth, sla
             delta2[p], parent[p] = d2, i
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def _farthest_d2(coords, p):
     q = coords[:, p].copy()
     best = np.float32(0.0)

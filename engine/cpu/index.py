@@ -9,7 +9,7 @@ from ..vptree import VPTree, tree_depth
 from .geometry import segment_start, sq_dist
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
     """Sort each node's run of one level by distance to its vantage point and pick the children's vantage points.
 
@@ -37,7 +37,7 @@ def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
         next_vantage[2 * j + 1] = order[end - 1]
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, nogil=True, cache=True)
 def _bounding_balls(coords, ids, depth, center, cover_radius, min_id):
     """Bounding ball and smallest original index of every node, one level at a time (all nodes of a level at once)."""
     d, n = coords.shape

@@ -5,7 +5,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from dpstudio import sample_data
-from dpstudio.engine import DensityPeaks
+from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu import points_in_polygon
 
 from .datasets import blobs
@@ -39,6 +39,22 @@ def test_set_dc_reuses_the_index_and_matches_a_fresh_fit(rng):
     assert dp._fields is first  # cached: moving back costs nothing
     dp.set_dc(0.7, kernel="gaussian")
     assert dp.index_ is index and dp.kernel_ == "gaussian"
+
+
+def test_estimators_share_an_indexed_data_set_but_not_their_choices(rng):
+    points = blobs(rng, 700)
+    shared = IndexedPoints(points, backend="cpu")
+    first = DensityPeaks(backend="cpu").fit(shared)
+    second = DensityPeaks(backend="cpu").fit(shared)
+    assert first.index_ is second.index_ is shared.index
+    assert second.timings_["rho"] == 0.0 and "index" not in second.timings_  # computed once, by the first
+    first_centers = first.centers_.copy()
+    second.set_dc(first.dc_ * 0.5).assign(n_centers=2)
+    assert first.dc_ != second.dc_
+    np.testing.assert_array_equal(first.centers_, first_centers)
+    fresh = DensityPeaks(dc=first.dc_ * 0.5, backend="cpu").fit(points).assign(n_centers=2)
+    np.testing.assert_array_equal(second.labels_, fresh.labels_)
+    np.testing.assert_array_equal(first.labels_, DensityPeaks(backend="cpu").fit(points).labels_)
 
 
 def test_assign_by_rectangle_polygon_and_count(rng):

@@ -47,7 +47,7 @@ def assert_same_clustering(cpu_dp, gpu_dp, kernel):
     else:
         np.testing.assert_allclose(gpu_dp.rho_, cpu_dp.rho_, rtol=1e-12, atol=1e-12)
     # delta/parent/labels/halo from the GPU's own rho must match the CPU's on that same rho
-    cpu_dp._fields = cpu_dp._fields_from_rho(gpu_dp.rho_)
+    cpu_dp._fields = cpu_dp.indexed_.fields_from_rho(cpu_dp.kernel_, cpu_dp.dc_, gpu_dp.rho_)
     np.testing.assert_array_equal(gpu_dp.parent_, cpu_dp.parent_)
     np.testing.assert_array_equal(gpu_dp.delta_, cpu_dp.delta_)
     cpu_dp.assign(centers=gpu_dp.centers_)
