@@ -1,4 +1,4 @@
-"""The ``dpstudio`` command: ``cluster`` a file, ``bench`` the engine (and, with the web app, ``serve``)."""
+"""The ``dpstudio`` command: ``serve`` the web app, ``cluster`` a file, ``bench`` the engine."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from dpstudio.engine import BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
 from dpstudio.engine.backends import BACKENDS
-from dpstudio.engine.dpc import KERNELS
+from dpstudio.engine.indexed import KERNELS
 
 EXIT_BAD_INPUT = 2
 
@@ -31,6 +31,17 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpstudio", description="Density Peaks Clustering, interactive and exact.")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="start the web app (opens on a sample data set, or on PATH)")
+    serve.add_argument("path", metavar="PATH", nargs="?", help="a data file to open (default: the 'blobs' sample)")
+    serve.add_argument("--port", type=int, default=5006, help="port to listen on (default 5006; 0 picks a free one)")
+    serve.add_argument("--address", default="localhost", help="address to listen on (default localhost)")
+    serve.add_argument("--no-show", dest="show", action="store_false", help="do not open a browser")
+    serve.add_argument("--max-upload-mb", type=float, default=200, help="largest file a browser may upload (default 200)")
+    serve.add_argument("--cache-size", type=int, default=4, help="data sets (with their index) kept for all sessions (default 4)")
+    serve.add_argument("--backend", choices=BACKENDS, default="auto")
+    serve.add_argument("--num-procs", type=int, default=1, help="server processes (default 1)")
+    serve.set_defaults(run=_serve)
 
     cluster = commands.add_parser("cluster", help="cluster a data file and print a summary")
     cluster.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
@@ -163,6 +174,14 @@ class _ProgressBars:
 
     def __exit__(self, *exc) -> None:
         self._close()
+
+
+def _serve(args) -> int:
+    from .serve import serve  # imports Panel, which the other commands do not need
+
+    serve(args.path, port=args.port, address=args.address, show=args.show, max_upload_mb=args.max_upload_mb,
+          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs)  # fmt: skip
+    return 0
 
 
 def _bench(args) -> int:

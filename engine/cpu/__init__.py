@@ -30,6 +30,10 @@ def synchronize() -> None:
     """Nothing to wait for: CPU kernels return when done."""
 
 
+def free_memory() -> None:
+    """Nothing to give back: NumPy frees arrays when they are dropped."""
+
+
 def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, rank): points from densest to sparsest, ties by index; rank[i] = position of i in that order."""
     order = np.argsort(-rho_values, kind="stable")
@@ -39,6 +43,6 @@ def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ = [
-    "asarray", "build_vptree", "delta", "density_order", "device_name", "halo", "labels",
+    "asarray", "build_vptree", "delta", "density_order", "device_name", "free_memory", "halo", "labels",
     "name", "points_in_polygon", "rho", "synchronize", "to_numpy", "xp",
 ]  # fmt: skip

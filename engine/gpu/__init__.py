@@ -87,6 +87,11 @@ def synchronize() -> None:
     cp.cuda.Device().synchronize()
 
 
+def free_memory() -> None:
+    """Give the memory pool's unused blocks back to the device (after a session's arrays were dropped)."""
+    cp.get_default_memory_pool().free_all_blocks()
+
+
 def _require(array, dtype, ndim: int, what: str):
     if not isinstance(array, cp.ndarray) or array.dtype != dtype or array.ndim != ndim or not array.flags.c_contiguous:
         raise TypeError(f"{what} must be a C-contiguous {ndim}-D cupy.{np.dtype(dtype).name} array")

@@ -1,0 +1,118 @@
+"""Data sets for the app: loading (sample, path, upload) and a bounded cache shared by every browser session.
+
+A data set is keyed by what it is (a sample's name, a file's path and modification time, an upload's content
+hash), never by a Python object id, so a second session on the same data reuses its index at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpstudio import sample_data
+from dpstudio.engine import DataError, IndexedPoints, Points, to_points
+from dpstudio.engine.data import READABLE
+from dpstudio.engine.indexed import Progress
+from dpstudio.engine.projection import pca_2d
+
+PCA_AXES = ("PC1", "PC2")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A validated data set with its index (on the backend's device) and its 2-D projection (NumPy)."""
+
+    key: str
+    name: str
+    points: Points
+    indexed: IndexedPoints
+    projection: np.ndarray  # (N, 2) float32 principal-component scores
+
+    @property
+    def n_points(self) -> int:
+        return self.indexed.n_points
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Names the 2-D view can show: every feature column, then the principal components."""
+        return (*self.points.columns, *PCA_AXES)
+
+    def default_axes(self) -> tuple[str, str]:
+        return self.points.columns[:2] if len(self.points.columns) == 2 else PCA_AXES
+
+    def axis_values(self, name: str) -> np.ndarray:
+        if name in PCA_AXES:
+            return self.projection[:, PCA_AXES.index(name)]
+        return self.points.values[:, self.points.columns.index(name)]
+
+
+class DatasetCache:
+    """The last ``max_datasets`` data sets loaded by any session, least recently used dropped first. Thread-safe."""
+
+    def __init__(self, max_datasets: int = 4, backend: str = "auto"):
+        if max_datasets < 1:
+            raise ValueError(f"max_datasets must be at least 1, got {max_datasets}")
+        self.max_datasets = max_datasets
+        self.backend = backend
+        self._datasets: OrderedDict[str, Dataset] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._datasets)
+
+    def sample(self, name: str, progress: Progress | None = None) -> Dataset:
+        """A bundled sample set by name (see ``dpstudio.sample_data.SAMPLES``)."""
+        path = sample_data.path(name)
+        return self._get(f"sample:{name}", name, lambda: to_points(path), progress)
+
+    def file(self, path: str | Path, progress: Progress | None = None) -> Dataset:
+        """A file on the server (``dpstudio serve PATH``); reloaded if it changed on disk."""
+        path = Path(path).expanduser().resolve()
+        if not path.is_file():
+            raise DataError(f"file not found: {path}")
+        stat = path.stat()
+        key = f"file:{path}:{stat.st_mtime_ns}:{stat.st_size}"
+        return self._get(key, path.name, lambda: to_points(path, drop_nonfinite=True), progress)
+
+    def upload(self, filename: str, content: bytes, max_bytes: int, progress: Progress | None = None) -> Dataset:
+        """A file sent from the browser: size and type checked before anything is parsed."""
+        name = Path(filename or "upload").name  # never a path from the client
+        if len(content) > max_bytes:
+            raise DataError(f"{name} is {len(content) / 2**20:.1f} MB; the upload limit is {max_bytes / 2**20:.0f} MB")
+        if Path(name).suffix.lower() not in READABLE:
+            raise DataError(f"unsupported file type '{Path(name).suffix or name}' (expected one of {', '.join(READABLE)})")
+        key = f"upload:{hashlib.sha256(content).hexdigest()}:{Path(name).suffix.lower()}"
+
+        def parse() -> Points:
+            # The engine reads files; a private folder keeps the user's file name in its messages.
+            with tempfile.TemporaryDirectory(prefix="dpstudio-") as folder:
+                path = Path(folder) / name
+                path.write_bytes(content)
+                return to_points(path, drop_nonfinite=True)
+
+        return self._get(key, name, parse, progress)
+
+    def _get(self, key: str, name: str, read: Callable[[], Points], progress: Progress | None) -> Dataset:
+        with self._lock:
+            if key in self._datasets:
+                self._datasets.move_to_end(key)
+                return self._datasets[key]
+        if progress:
+            progress("read", 0.0)
+        points = read()
+        indexed = IndexedPoints(points.values, backend=self.backend, progress=progress)
+        projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))
+        dataset = Dataset(key, name, points, indexed, projection)
+        with self._lock:
+            self._datasets[key] = dataset
+            self._datasets.move_to_end(key)
+            while len(self._datasets) > self.max_datasets:
+                self._datasets.popitem(last=False)
+        return dataset

@@ -1,0 +1,138 @@
+"""The two plots of a session: the (rho, delta) decision graph and the 2-D view, both datashaded.
+
+Datashading keeps every point on screen at millions of points and re-aggregates on zoom and pan (RangeXY).
+Both plots colour points by cluster and mark the centers with large markers in their cluster colours.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import colorcet
+import datashader as ds
+import datashader.transfer_functions as tf
+import holoviews as hv
+import numpy as np
+import pandas as pd
+
+from .state import ClusteringSession
+
+HALO_GREY = "#b4b4b4"
+CLUSTER_COLOURS = tuple(colorcet.palette["glasbey_category10"][:20])  # clusters past 20 reuse colours
+PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
+CATEGORIES = [str(code) for code in range(len(PALETTE))]
+PLOT_SIZE = (560, 460)
+
+
+def colour_codes(labels: np.ndarray) -> pd.Categorical:
+    """Categorical colour code per point (datashader's count_cat needs a categorical column)."""
+    codes = np.where(labels < 0, 0, labels % len(CLUSTER_COLOURS) + 1)
+    return pd.Categorical.from_codes(codes, categories=CATEGORIES)
+
+
+def cluster_colour(label: int) -> str:
+    return PALETTE[0] if label < 0 else CLUSTER_COLOURS[label % len(CLUSTER_COLOURS)]
+
+
+def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, names: tuple[str, str]) -> hv.RGB:
+    """Points aggregated per pixel and colour category, shaded, spread so lone points stay visible."""
+    x_range, y_range = _padded(x, x_range), _padded(y, y_range)
+    frame = pd.DataFrame({"x": x, "y": y, "colour": colour_codes(labels)})
+    canvas = ds.Canvas(plot_width=int(width), plot_height=int(height), x_range=x_range, y_range=y_range)
+    image = tf.shade(canvas.points(frame, "x", "y", ds.count_cat("colour")), color_key=list(PALETTE), min_alpha=200)
+    image = tf.dynspread(image, threshold=0.5, max_px=4)
+    rgba = image.data.view(np.uint8).reshape(*image.shape, 4)[::-1]  # datashader's row 0 is the bottom
+    return hv.RGB(rgba, bounds=(x_range[0], y_range[0], x_range[1], y_range[1]), kdims=list(names), vdims=list("RGBA"))
+
+
+def _padded(values: np.ndarray, current) -> tuple[float, float]:
+    """The zoomed range if any, else the data's extent with a 3% margin (and some width when it is flat)."""
+    if current is not None and None not in current and current[1] > current[0]:
+        return float(current[0]), float(current[1])
+    low, high = float(np.min(values)), float(np.max(values))
+    margin = 0.03 * (high - low) if high > low else max(abs(low), 1.0) * 0.5
+    return low - margin, high + margin
+
+
+class SessionPlots:
+    """DynamicMaps over a ClusteringSession; ``render_seconds`` holds the last shading time of each plot."""
+
+    def __init__(self, session: ClusteringSession, on_render: Callable[[], None] = lambda: None):
+        self.session, self.on_render = session, on_render
+        self.render_seconds: dict[str, float] = {}
+        watched = hv.streams.Params(session, ["revision", "x_axis", "y_axis"])
+        self.graph_ranges = hv.streams.RangeXY()
+        self.view_ranges = hv.streams.RangeXY()
+        size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
+        self.graph_image = hv.DynamicMap(self._graph_image, streams=[watched, self.graph_ranges, size[0]])
+        self.view_image = hv.DynamicMap(self._view_image, streams=[watched, self.view_ranges, size[1]])
+        self.lasso = hv.streams.Lasso(source=self.graph_image)
+        self.box = hv.streams.BoundsXY(source=self.graph_image)
+        session.param.watch(self._reset_zoom, ["dataset", "dc", "kernel", "x_axis", "y_axis"])
+
+    def decision_graph(self) -> hv.Overlay:
+        centers = hv.DynamicMap(self._graph_centers, streams=[hv.streams.Params(self.session, ["revision"])])
+        return (self.graph_image * centers).opts(
+            hv.opts.RGB(
+                tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
+                xlabel="ρ (local density)", ylabel="δ (distance to a denser point)",
+                title="Decision graph: lasso the peaks at the top right", framewise=True, **_size(),
+            ),
+            hv.opts.Points(color="colour", size=14, line_color="black", line_width=1.5, tools=["hover"]),
+        )  # fmt: skip
+
+    def data_view(self) -> hv.Overlay:
+        centers = hv.DynamicMap(self._view_centers, streams=[hv.streams.Params(self.session, ["revision", "x_axis", "y_axis"])])
+        return (self.view_image * centers).opts(
+            hv.opts.RGB(title="Points by cluster", framewise=True, active_tools=["wheel_zoom"], **_size()),
+            hv.opts.Points(color="colour", marker="x", size=16, line_width=3, tools=["hover"]),
+        )  # fmt: skip
+
+    # callbacks ----------------------------------------------------------------------------------------------
+    def _graph_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
+        model, started = self.session.model, time.perf_counter()
+        image = shade_categories(model.rho_, model.delta_, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"))
+        self.render_seconds["decision graph"] = time.perf_counter() - started
+        self.on_render()
+        return image
+
+    def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
+        dataset, started = self.session.dataset, time.perf_counter()
+        x, y = dataset.axis_values(x_axis), dataset.axis_values(y_axis)
+        image = shade_categories(x, y, self.session.labels(), x_range, y_range, width, height, _view_dims(x_axis, y_axis))
+        self.render_seconds["2-D view"] = time.perf_counter() - started
+        self.on_render()
+        return image
+
+    def _graph_centers(self, revision):
+        model = self.session.model
+        centers = model.centers_
+        return self._centers(model.rho_[centers], model.delta_[centers], ("rho", "delta"))
+
+    def _view_centers(self, revision, x_axis, y_axis):
+        dataset, centers = self.session.dataset, self.session.model.centers_
+        x, y = dataset.axis_values(x_axis)[centers], dataset.axis_values(y_axis)[centers]
+        return self._centers(x, y, _view_dims(x_axis, y_axis))
+
+    def _centers(self, x, y, names: tuple[str, str]) -> hv.Points:
+        centers = self.session.model.centers_
+        clusters = np.arange(len(centers))
+        frame = pd.DataFrame({
+            names[0]: x, names[1]: y, "cluster": clusters, "row": self.session.dataset.points.rows[centers],
+            "colour": [cluster_colour(c) for c in clusters],
+        })  # fmt: skip
+        return hv.Points(frame, list(names), ["cluster", "row", "colour"])
+
+    def _reset_zoom(self, *events) -> None:
+        """New data, dc or axes: the old zoom means nothing, show the whole extent again."""
+        for ranges in (self.graph_ranges, self.view_ranges):
+            ranges.reset()
+
+
+def _view_dims(x_axis: str, y_axis: str) -> tuple[str, str]:
+    return (x_axis, y_axis) if x_axis != y_axis else (x_axis, f"{y_axis} ")  # one column on both axes
+
+
+def _size() -> dict:
+    return {"responsive": True, "min_width": 380, "min_height": PLOT_SIZE[1], "max_height": 640}

@@ -1,0 +1,58 @@
+"""``dpstudio serve``: the Panel server, one StudioPage per browser session over a shared DatasetCache."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import panel as pn
+
+from dpstudio import sample_data
+
+from .datasets import Dataset, DatasetCache
+from .page import PageSettings, StudioPage
+from .plots import shade_categories
+
+log = logging.getLogger("dpstudio")
+
+
+def initial_dataset(cache: DatasetCache, settings: PageSettings) -> Dataset:
+    """The data a new session opens on: the file given on the command line, else the default sample."""
+    if settings.initial_path:
+        return cache.file(settings.initial_path)
+    return cache.sample(sample_data.DEFAULT)
+
+
+def make_app(cache: DatasetCache, settings: PageSettings):
+    """The Panel app factory: a fresh page per session; its arrays are dropped when the browser goes away."""
+
+    def app():
+        page = StudioPage(cache, settings, initial_dataset(cache, settings))
+        pn.state.curdoc.title = "dpstudio"
+        pn.state.on_session_destroyed(lambda context: page.close())
+        return page.layout
+
+    return app
+
+
+def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
+    """Load the first data set (index and all) and compile datashader's kernels before the first visitor."""
+    initial_dataset(cache, settings)
+    shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, 8, 8, ("x", "y"))
+
+
+def serve(
+    path: str | None = None, *, port: int = 5006, address: str = "localhost", show: bool = True,
+    max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1,
+) -> None:  # fmt: skip
+    """Start the server and block. ``num_procs`` > 1 forks workers: the engine (and CUDA) starts in each lazily."""
+    settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path)
+    cache = DatasetCache(cache_size, backend)
+    if num_procs == 1:
+        warm_up(cache, settings)  # also fails early, with a clear message, on a bad PATH
+    pn.extension(notifications=False)
+    pn.serve(
+        {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio",
+        num_procs=num_procs, websocket_max_message_size=int(settings.max_upload_bytes * 4 / 3) + 2**20,  # base64
+        allow_websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
+    )  # fmt: skip

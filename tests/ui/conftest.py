@@ -1,0 +1,72 @@
+"""Real-browser tests: ``dpstudio serve`` in a subprocess, driven by Playwright in Debian's Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+# As root, in a sandbox without internet: no sandboxing, no GPU, no background calls to Google.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"browser tests need Debian's Chromium at {CHROMIUM}: apt-get install chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1500, "height": 1000}, "accept_downloads": True}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    """``dpstudio serve`` running in a subprocess until closed."""
+
+    def __init__(self, *args: str, startup_seconds: float = 180):
+        self.port = free_port()
+        self.url = f"http://localhost:{self.port}"
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"dpstudio-serve-{self.port}.log"
+        command = [sys.executable, "-m", "dpstudio.app.cli", "serve", "--no-show", "--port", str(self.port), *args]
+        self.process = subprocess.Popen(command, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + startup_seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"dpstudio serve exited with {self.process.returncode}:\n{self.log.read_text()}")
+            try:
+                urllib.request.urlopen(self.url, timeout=5)
+                return
+            except OSError:
+                time.sleep(0.5)
+        self.close()
+        raise RuntimeError(f"dpstudio serve did not answer within {startup_seconds} s:\n{self.log.read_text()}")
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    running = Server("--backend", "cpu")
+    yield running
+    running.close()
