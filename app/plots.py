@@ -79,7 +79,8 @@ class SessionPlots:
                 xlabel="ρ (local density)", ylabel="δ (distance to a denser point)",
                 title="Decision graph: lasso the peaks at the top right", framewise=True, **_size(),
             ),
-            hv.opts.Points(color="colour", size=14, line_color="black", line_width=1.5, tools=["hover"]),
+            hv.opts.Points(color="colour", size=14, line_color="black", line_width=1.5, tools=["hover"],
+                           hooks=[_select_on_markers_only]),
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
@@ -128,6 +129,17 @@ class SessionPlots:
         """New data, dc or axes: the old zoom means nothing, show the whole extent again."""
         for ranges in (self.graph_ranges, self.view_ranges):
             ranges.reset()
+
+
+def _select_on_markers_only(plot, element) -> None:
+    """Selection tools hit-test only the center markers: Bokeh cannot hit-test an image with a polygon, and the
+    server maps the lasso's geometry to points itself. continuous=False: one event when the gesture ends."""
+    from bokeh.models import BoxSelectTool, LassoSelectTool
+
+    for tool in plot.state.tools:
+        if isinstance(tool, (LassoSelectTool, BoxSelectTool)):
+            tool.renderers = [plot.handles["glyph_renderer"]]
+            tool.continuous = False
 
 
 def _view_dims(x_axis: str, y_axis: str) -> tuple[str, str]:

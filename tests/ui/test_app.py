@@ -1,0 +1,98 @@
+"""The app in a real browser: lasso on the decision graph, the dc slider, a bad upload, the download."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+TIMEOUT_MS = 60_000
+
+
+def open_app(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.locator("table tbody tr").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator("canvas")).not_to_have_count(0, timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1500)  # let the first datashaded images arrive
+
+
+def plot_canvas(page: Page, title: str):
+    """The canvas of the plot whose title starts with ``title`` (Bokeh draws titles on the canvas)."""
+    index = {"Decision graph": 0, "Points by cluster": 1}[title]
+    canvases = sorted(page.locator("canvas").all(), key=lambda c: c.bounding_box()["x"])
+    return [c for c in canvases if c.bounding_box()["width"] > 200][index]
+
+
+def table_rows(page: Page) -> int:
+    return page.locator("table tbody tr").count()
+
+
+def lasso(page: Page, canvas, corners) -> None:
+    """Drag a lasso through (fraction of width, fraction of height) points of a canvas; Bokeh clips the path
+    to the plot frame, but the drag must start inside it."""
+    box = canvas.bounding_box()
+    points = [(box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in corners]
+    page.mouse.move(*points[0])
+    page.mouse.down()
+    for point in [*points[1:], points[0]]:
+        page.mouse.move(*point, steps=6)
+    page.mouse.up()
+
+
+def test_lasso_on_the_decision_graph_relabels_the_points(page: Page, server):
+    open_app(page, server.url)
+    assert table_rows(page) == 5  # blobs: five suggested centers
+    view = plot_canvas(page, "Points by cluster")
+    before = view.screenshot()
+    # The two largest peaks of blobs sit alone at the top right, far above the other three.
+    lasso(page, plot_canvas(page, "Decision graph"), [(0.62, 0.3), (0.62, 0.0), (1.0, 0.0), (1.0, 0.3)])
+    expect(page.locator("table tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    assert view.screenshot() != before, "the 2-D view was not recoloured"
+    page.get_by_role("button", name="Undo").click()
+    expect(page.locator("table tbody tr")).to_have_count(5, timeout=TIMEOUT_MS)
+
+
+def test_moving_the_dc_slider_recomputes_rho(page: Page, server):
+    open_app(page, server.url)
+    graph = plot_canvas(page, "Decision graph")
+    before = graph.screenshot()
+    handle = page.locator(".noUi-handle").first
+    box = handle.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 60, box["y"] + box["height"] / 2, steps=8)
+    page.mouse.up()
+    expect(page.get_by_text("rho:")).to_contain_text("ms", timeout=TIMEOUT_MS)  # computed, not "cached"
+    page.wait_for_timeout(1000)
+    assert graph.screenshot() != before, "the decision graph was not redrawn"
+
+
+def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp_path):
+    open_app(page, server.url)
+    bad = tmp_path / "broken.csv"
+    bad.write_text("a,b\n1,2\n3,oops\n5,6\n")
+    page.locator("input[type=file]").set_input_files(bad)
+    expect(page.get_by_text("Loading failed")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".alert, [role=alert]").first).to_contain_text("column 'b' is not numeric: value 'oops' at row 1")
+    assert table_rows(page) == 5  # still the blobs clustering
+
+
+def test_download_labels(page: Page, server, tmp_path):
+    open_app(page, server.url)
+    with page.expect_download(timeout=TIMEOUT_MS) as download:
+        page.get_by_text("Download labels (CSV)").click()
+    path = tmp_path / "labels.csv"
+    download.value.save_as(path)
+    table = pd.read_csv(path)
+    assert list(table.columns) == ["index", "label", "halo", "rho", "delta", "parent"]
+    assert len(table) == 2300 and table["label"].nunique() == 5
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_page_errors(page: Page):
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield
+    assert not errors, f"JavaScript errors on the page: {errors}"
