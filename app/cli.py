@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-show", dest="show", action="store_false", help="do not open a browser")
     serve.add_argument("--max-upload-mb", type=float, default=200, help="largest file a browser may upload (default 200)")
     serve.add_argument("--cache-size", type=int, default=4, help="data sets (with their index) kept for all sessions (default 4)")
+    serve.add_argument("--dc-percent", type=float, default=2.0, help="percent rule a session starts with (default 2)")
     serve.add_argument("--backend", choices=BACKENDS, default="auto")
     serve.add_argument("--num-procs", type=int, default=1, help="server processes (default 1)")
     serve.set_defaults(run=_serve)
@@ -180,7 +181,7 @@ def _serve(args) -> int:
     from .serve import serve  # imports Panel, which the other commands do not need
 
     serve(args.path, port=args.port, address=args.address, show=args.show, max_upload_mb=args.max_upload_mb,
-          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs)  # fmt: skip
+          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs, dc_percent=args.dc_percent)  # fmt: skip
     return 0
 
 

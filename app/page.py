@@ -36,6 +36,7 @@ CSS = """
 class PageSettings:
     max_upload_bytes: int = 200 * 2**20
     initial_path: str | None = None  # a file given to ``dpstudio serve PATH``; else the default sample
+    dc_percent: float = 2.0  # the percent rule a new session starts with
 
 
 class StudioPage:
@@ -43,7 +44,7 @@ class StudioPage:
 
     def __init__(self, cache: DatasetCache, settings: PageSettings, initial: Dataset):
         self.cache, self.settings = cache, settings
-        self.session = ClusteringSession()
+        self.session = ClusteringSession(dc_percent=settings.dc_percent)
         self.session.load(initial)
         self._slider_dataset: Dataset | None = None
         self.plots = SessionPlots(self.session, on_render=self._show_status)

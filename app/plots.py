@@ -80,7 +80,7 @@ class SessionPlots:
                 title="Decision graph: lasso the peaks at the top right", framewise=True, **_size(),
             ),
             hv.opts.Points(color="colour", size=14, line_color="black", line_width=1.5, tools=["hover"],
-                           hooks=[_select_on_markers_only]),
+                           nonselection_alpha=1.0, hooks=[_select_on_markers_only]),
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:

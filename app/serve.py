@@ -8,6 +8,7 @@ import numpy as np
 import panel as pn
 
 from dpstudio import sample_data
+from dpstudio.engine import DensityPeaks
 
 from .datasets import Dataset, DatasetCache
 from .page import PageSettings, StudioPage
@@ -36,17 +37,18 @@ def make_app(cache: DatasetCache, settings: PageSettings):
 
 
 def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
-    """Load the first data set (index and all) and compile datashader's kernels before the first visitor."""
-    initial_dataset(cache, settings)
+    """Load the first data set with its index and first dc, and compile datashader's kernels, before the first visitor."""
+    dataset = initial_dataset(cache, settings)
+    DensityPeaks(dc_percent=settings.dc_percent).fit(dataset.indexed)
     shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, 8, 8, ("x", "y"))
 
 
 def serve(
     path: str | None = None, *, port: int = 5006, address: str = "localhost", show: bool = True,
-    max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1,
+    max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1, dc_percent: float = 2.0,
 ) -> None:  # fmt: skip
     """Start the server and block. ``num_procs`` > 1 forks workers: the engine (and CUDA) starts in each lazily."""
-    settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path)
+    settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
     if num_procs == 1:
         warm_up(cache, settings)  # also fails early, with a clear message, on a bad PATH

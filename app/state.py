@@ -25,7 +25,7 @@ class ClusteringSession(param.Parameterized):
     kernel = param.Selector(objects=list(KERNELS), default="cutoff")
     dc = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True), constant=True)
     dc_percent = param.Number(default=2.0, allow_None=True, bounds=(0, 100), inclusive_bounds=(False, True),
-                              constant=True, doc="the percent rule that gave dc; None once dc is set directly")  # fmt: skip
+                              doc="the percent rule that gave dc; None once dc is set directly")  # fmt: skip
     show_halo = param.Boolean(default=False, constant=True, doc="grey out halo points (computed on demand)")
     x_axis = param.Selector(objects=[None], default=None)
     y_axis = param.Selector(objects=[None], default=None)

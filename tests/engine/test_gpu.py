@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from dpstudio import sample_data
-from dpstudio.engine import DensityPeaks, get_backend
+from dpstudio.engine import DensityPeaks, IndexedPoints, get_backend
 from dpstudio.engine.backends import BackendUnavailable
+from dpstudio.engine.projection import pca_2d
 
 from . import oracle
 from .datasets import CASES, blobs
@@ -121,3 +122,15 @@ def test_out_of_memory_is_a_clear_error(rng):
             DensityPeaks(backend="gpu").fit(blobs(rng, 200_000, 3))
     finally:
         pool.set_limit(size=0)
+
+
+def test_shared_index_and_projection_on_the_gpu(rng):
+    points = blobs(rng, 20_000, 3).astype(np.float32)
+    shared = IndexedPoints(points, backend="gpu")
+    first, second = DensityPeaks().fit(shared), DensityPeaks().fit(shared)
+    assert first.index_ is second.index_ and second.timings_["rho"] == 0.0
+    second.set_dc(first.dc_ / 2).assign(n_centers=4)
+    reference = DensityPeaks(dc=first.dc_ / 2, backend="cpu").fit(points).assign(n_centers=4)
+    np.testing.assert_array_equal(second.labels_, reference.labels_)
+    np.testing.assert_allclose(cp.asnumpy(pca_2d(shared.points, cp)), pca_2d(points, np), rtol=1e-4, atol=1e-4)
+    gpu.free_memory()

@@ -18,10 +18,11 @@ def open_app(page: Page, url: str) -> None:
 
 
 def plot_canvas(page: Page, title: str):
-    """The canvas of the plot whose title starts with ``title`` (Bokeh draws titles on the canvas)."""
+    """The drawing canvas of a plot, by its title; plots sit side by side, each with a primary and an overlay canvas."""
     index = {"Decision graph": 0, "Points by cluster": 1}[title]
-    canvases = sorted(page.locator("canvas").all(), key=lambda c: c.bounding_box()["x"])
-    return [c for c in canvases if c.bounding_box()["width"] > 200][index]
+    canvases = [c for c in page.locator("canvas").all() if c.bounding_box()["width"] > 200]
+    lefts = sorted({c.bounding_box()["x"] for c in canvases})
+    return next(c for c in canvases if c.bounding_box()["x"] == lefts[index])  # the first is the primary layer
 
 
 def table_rows(page: Page) -> int:
