@@ -26,6 +26,7 @@ from .state import ClusteringSession
 
 log = logging.getLogger("dpstudio")
 
+YOUR_FILE = "(your file)"  # the sample choice while an uploaded or served file is shown
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ"}
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
@@ -58,8 +59,8 @@ class StudioPage:
     def _build_widgets(self, initial: Dataset) -> None:
         session = self.session
         is_sample = initial.key.startswith("sample:")
-        self.sample = pn.widgets.Select(name="Sample data set", options=["(your file)", *sample_data.SAMPLES],
-                                        value=initial.name if is_sample else "(your file)")  # fmt: skip
+        self.sample = pn.widgets.Select(name="Sample data set", options=[YOUR_FILE, *sample_data.SAMPLES],
+                                        value=initial.name if is_sample else YOUR_FILE)  # fmt: skip
         self.upload = pn.widgets.FileInput(accept=",".join(READABLE), name="Upload")
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:.0f} MB. "
@@ -185,8 +186,7 @@ class StudioPage:
         points = dataset.points
         dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
         self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{dropped}"
-        if dataset.key.startswith("sample:") and self.sample.value != dataset.name:
-            self.sample.param.update(value=dataset.name)
+        self.sample.value = dataset.name if dataset.key.startswith("sample:") else YOUR_FILE
 
     def _show_parameters(self, *events) -> None:
         session = self.session

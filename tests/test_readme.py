@@ -17,7 +17,6 @@ def test_ci_runs_the_readme_test_command():
     assert readme_command("test-command") in (ROOT / ".ci" / "run").read_text()
 
 
-def test_readme_run_command_uses_a_bundled_sample():
-    command = readme_command("run-command")
-    sample = re.search(r"sample_data/\S+", command)
-    assert sample and (ROOT / sample.group(0)).is_file()
+def test_readme_run_command_starts_the_app_on_its_sample():
+    # `dpstudio serve` with no PATH opens on the default sample; tests/ui drives exactly that.
+    assert readme_command("run-command").endswith("dpstudio serve")

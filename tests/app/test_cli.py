@@ -84,3 +84,8 @@ def test_bench_runs_a_small_table():
     assert any("rho speed-up" in line for line in lines)
     assert sum(line.strip().startswith("3,000") for line in lines) == 2  # 2% rule and small dc
     assert "cold start" in result.stdout
+
+
+def test_serve_fails_early_on_a_missing_file(tmp_path):
+    result = dpstudio("serve", str(tmp_path / "missing.csv"), "--no-show", "--backend", "cpu")
+    assert result.returncode == 2 and "file not found" in result.stderr
