@@ -43,15 +43,13 @@ class ClusteringSession(param.Parameterized):
     # loading and parameters ---------------------------------------------------------------------------------
     def load(self, dataset: Dataset, progress=None) -> None:
         """Show a data set (its index is shared); dc from the current percent rule, suggested centers."""
-        timings: dict[str, float] = {}
         model = DensityPeaks(dc_percent=self.dc_percent or 2.0, kernel=self.kernel).fit(dataset.indexed, progress=progress)
-        timings.update(model.timings_)
         x_axis, y_axis = dataset.default_axes()
         self._model, self._history = model, []
         with param.edit_constant(self):
             self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
             self.param.update(dataset=dataset, x_axis=x_axis, y_axis=y_axis, dc_percent=self.dc_percent or 2.0)
-        self._publish(model.centers_, picked=False, timings=timings)
+        self._publish(model.centers_, picked=False, timings=dict(model.timings_))
 
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
                progress=None) -> None:  # fmt: skip
@@ -67,7 +65,6 @@ class ClusteringSession(param.Parameterized):
         except Exception:
             model.timings_.update(before)
             raise
-        model.kernel = kernel
         centers = self.centers if self.centers_picked else model.centers_
         model.assign(centers=centers)
         with param.edit_constant(self):

@@ -65,16 +65,14 @@ class IndexedPoints:
 
     @property
     def n_points(self) -> int:
-        return int(self.points.shape[0])
+        return self.index.n_points
 
     @property
     def n_dims(self) -> int:
-        return int(self.points.shape[1])
+        return self.index.n_dims
 
     def dc_for_percent(self, percent: float, timings: dict | None = None) -> float:
-        """dc from the percent rule (``dpstudio.engine.dc``), remembered per percent."""
-        if not (np.isfinite(percent) and 0 < percent <= 100):
-            raise ValueError(f"dc_percent must be in (0, 100], got {percent}")
+        """dc from the percent rule (``dpstudio.engine.dc``, which checks the percent), remembered per percent."""
         with self._lock:
             if percent not in self._dc_by_percent:
                 started = time.perf_counter()
