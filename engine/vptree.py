@@ -14,6 +14,9 @@ Layout (breadth first, node k has children 2k+1 and 2k+2):
   count a whole subtree inside the dc-ball or skip it, and ``min_id``, the smallest original index in the node,
   which settles distance ties without visiting the node.
 
+The CPU backend adds a neighbour graph (``neighbours``): the K nearest points of every position, which turns
+delta into a look-up for almost every point. The GPU backend searches the tree instead and leaves it None.
+
 Distances are float32: the squared distance is summed dimension by dimension in float32 without fused
 multiply-add, so every backend computes bit-identical values. Bounds built from them carry a relative slack
 (``bound_slack``) larger than their rounding error, so pruning never changes an exact result.
@@ -57,6 +60,18 @@ def reach_rule(reach: float, n_dims: int) -> tuple[np.float32, float, float]:
 
 
 @dataclass(frozen=True)
+class NeighbourGraph:
+    """The K nearest points of every tree position, nearest first, ties by smaller original index."""
+
+    positions: Any  # (N, K) int32, tree positions of the neighbours; -1 pads the lists when N <= K
+    sq_dists: Any  # (N, K) float32, their squared distances by the float32 rule
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.positions.nbytes + self.sq_dists.nbytes)
+
+
+@dataclass(frozen=True)
 class VPTree:
     coords: Any  # (d, N) float32, tree order
     ids: Any  # (N,) int64, original index of each tree position
@@ -66,6 +81,7 @@ class VPTree:
     cover_radius: Any  # (2**(depth+1) - 1,) float32, bounding-ball radius of each node
     min_id: Any  # (2**(depth+1) - 1,) int64, smallest original index in each node
     depth: int
+    neighbours: NeighbourGraph | None = None
 
     @property
     def n_points(self) -> int:
@@ -82,4 +98,5 @@ class VPTree:
     @property
     def nbytes(self) -> int:
         arrays = (self.coords, self.ids, self.vantage, self.split_radius, self.center, self.cover_radius, self.min_id)
-        return int(sum(a.nbytes for a in arrays))
+        graph = 0 if self.neighbours is None else self.neighbours.nbytes
+        return int(sum(a.nbytes for a in arrays)) + graph

@@ -6,8 +6,7 @@ import numba as nb
 import numpy as np
 
 from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule
-from .density import _BLOCK, _STACK, _ball_distance, _node_min
-from .geometry import leaf_sq_dists, segment_start
+from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, segment_start
 
 
 @nb.njit(cache=True)
@@ -38,7 +37,7 @@ def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, 
         k, level = nodes[top], levels[top]
         if node_label[k] == own or node_max_rho[k] <= best:
             continue
-        lower, upper = _ball_distance(q, center, radius, k, slack)
+        lower, upper = ball_distance(q, center, radius, k, slack)
         if lower >= dc_hi:
             continue
         if upper < dc_lo and node_label[k] >= 0:
@@ -61,11 +60,11 @@ def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, 
 @nb.njit(parallel=True, nogil=True, cache=True)
 def _border_rho(coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
     n = coords.shape[1]
-    for b in nb.prange((n + _BLOCK - 1) // _BLOCK):
-        nodes = np.empty(_STACK, np.int64)
-        levels = np.empty(_STACK, np.int64)
+    for b in nb.prange((n + BLOCK - 1) // BLOCK):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
         sq = np.empty(LEAF_SIZE, np.float32)
-        for p in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
+        for p in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             q = coords[:, p].copy()
             other = _densest_other_label(
                 q, p, coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq
@@ -77,8 +76,8 @@ def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.nda
     """Rodriguez & Laio's halo: rho below the border density of the point's cluster."""
     labels_tree = np.ascontiguousarray(labels[tree.ids])
     rho_tree = np.ascontiguousarray(rho[tree.ids])
-    node_max_rho = -_node_min(-rho_tree, tree.depth)
-    smallest, largest = _node_min(labels_tree, tree.depth), -_node_min(-labels_tree, tree.depth)
+    node_max_rho = -node_min(-rho_tree, tree.depth)
+    smallest, largest = node_min(labels_tree, tree.depth), -node_min(-labels_tree, tree.depth)
     node_label = np.where(smallest == largest, smallest, -1)  # -1: the node mixes labels
     dc2, dc_lo, dc_hi = reach_rule(dc, tree.n_dims)
     pair_rho = np.empty(tree.n_points, np.float64)

@@ -3,6 +3,8 @@
 Queries run in tree order, so neighbouring queries share most of their traversal in cache (GDPC's
 calculation-order arrangement). A node's bounding ball decides, before any point of it is touched, whether
 the whole node lies inside the query ball (counted at once), outside it (skipped), or must be opened.
+Cut-off rho of 2-D data goes to the strip sweep (``strips``) instead, which resolves the ball's edge more
+finely than 32-point leaves can. delta reads the index's neighbour graph first (``search``).
 """
 
 from __future__ import annotations
@@ -11,20 +13,9 @@ import numba as nb
 import numpy as np
 
 from ..vptree import LEAF_SIZE, VPTree, bound_slack, gaussian_reach, reach_rule
-from .geometry import leaf_sq_dists, segment_start, sq_dist
-
-_BLOCK = 256  # queries per parallel task: one traversal stack per task
-_STACK = 128  # deeper than any tree: depth <= 58 for int64 sizes, and each level adds at most one entry
-_NO_ID = np.iinfo(np.int64).max
-
-
-@nb.njit(cache=True)
-def _ball_distance(q, center, radius, k, slack):
-    """(lower, upper) bounds on the distance from q to any point of node k, widened by the slack."""
-    s = np.sqrt(np.float64(sq_dist(q, center[k])))
-    r = np.float64(radius[k])
-    pad = (s + r) * slack
-    return s - r - pad, s + r + pad
+from . import strips
+from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, segment_start, sq_dist
+from .search import nearest_denser
 
 
 @nb.njit(cache=True)
@@ -39,7 +30,7 @@ def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, 
     while top > 0:
         top -= 1
         k, level = nodes[top], levels[top]
-        lower, upper = _ball_distance(center[own], center, radius, k, slack)
+        lower, upper = ball_distance(center[own], center, radius, k, slack)
         if lower - pad >= reach_hi:
             continue
         j = k - ((1 << level) - 1)
@@ -61,8 +52,8 @@ def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_d
     n = coords.shape[1]
     leaf_offset = (1 << depth) - 1
     for leaf in nb.prange(first_leaf, last_leaf):
-        nodes = np.empty(_STACK, np.int64)
-        levels = np.empty(_STACK, np.int64)
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
         candidates = np.empty(1 << depth, np.int64)
         sq = np.empty(LEAF_SIZE, np.float32)
         certain, n_candidates = _leaf_interactions(
@@ -73,7 +64,7 @@ def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_d
             total = np.float64(certain)
             for c in range(n_candidates):
                 j = candidates[c]
-                lower, upper = _ball_distance(q, center, radius, leaf_offset + j, slack)
+                lower, upper = ball_distance(q, center, radius, leaf_offset + j, slack)
                 if lower >= reach_hi:
                     continue
                 start, end = segment_start(n, depth, j), segment_start(n, depth, j + 1)
@@ -93,90 +84,18 @@ def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_d
             rho[p] = total if gaussian else total - 1.0  # a cut-off count includes the point itself
 
 
-@nb.njit(cache=True)
-def _node_min(values, depth):
-    """Minimum of ``values`` (tree order) over every node's run, leaves first, then bottom-up."""
-    n = values.shape[0]
-    out = np.empty((2 << depth) - 1, values.dtype)
-    first_leaf = (1 << depth) - 1
-    for j in range(1 << depth):
-        out[first_leaf + j] = values[segment_start(n, depth, j) : segment_start(n, depth, j + 1)].min()
-    for k in range(first_leaf - 1, -1, -1):
-        out[k] = min(out[2 * k + 1], out[2 * k + 2])
-    return out
-
-
-@nb.njit(cache=True)
-def _leaf_of(n, depth, p):
-    j = (np.int64(p) << depth) // n
-    while segment_start(n, depth, j + 1) <= p:
-        j += 1
-    while segment_start(n, depth, j) > p:
-        j -= 1
-    return j
-
-
-@nb.njit(cache=True)
-def _scan_denser(q, r, start, end, coords, ids, rank, best_d2, best_id, sq):
-    leaf_sq_dists(coords, q, start, end, sq)
-    for t in range(start, end):
-        d2 = sq[t - start]
-        if rank[t] < r and (d2 < best_d2 or (d2 == best_d2 and ids[t] < best_id)):
-            best_d2, best_id = d2, ids[t]
-    return best_d2, best_id
-
-
-@nb.njit(cache=True)
-def _nearest_denser(q, p, coords, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers, sq):
-    """(squared distance, original id) of the nearest point denser than position p; ties go to the smaller id."""
-    n = coords.shape[1]
-    r = rank[p]
-    own_leaf = (1 << depth) - 1 + _leaf_of(n, depth, p)
-    j = own_leaf - ((1 << depth) - 1)
-    best_d2, best_id = _scan_denser(
-        q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), coords, ids, rank, np.float32(np.inf), _NO_ID, sq
-    )
-    nodes[0], levels[0], lowers[0], top = 0, 0, 0.0, 1
-    while top > 0:
-        top -= 1
-        k, level, lower = nodes[top], levels[top], lowers[top]
-        best = np.sqrt(np.float64(best_d2))
-        # nothing denser here, everything strictly farther, or at best a tie lost to a smaller id
-        if min_rank[k] >= r or lower > best or (lower >= best and min_id[k] > best_id) or k == own_leaf:
-            continue
-        if level == depth:
-            j = k - ((1 << depth) - 1)
-            best_d2, best_id = _scan_denser(
-                q, r, segment_start(n, depth, j), segment_start(n, depth, j + 1), coords, ids, rank, best_d2, best_id, sq
-            )
-            continue
-        near, far = 2 * k + 1, 2 * k + 2
-        near_lower = _ball_distance(q, center, radius, near, slack)[0]
-        far_lower = _ball_distance(q, center, radius, far, slack)[0]
-        if far_lower < near_lower:
-            near, far, near_lower, far_lower = far, near, far_lower, near_lower
-        nodes[top], levels[top], lowers[top] = far, level + 1, far_lower
-        nodes[top + 1], levels[top + 1], lowers[top + 1] = near, level + 1, near_lower
-        top += 2
-    return best_d2, best_id
-
-
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _delta_range(coords, ids, rank, center, radius, min_rank, min_id, depth, slack, first, last, delta2, parent):
-    n_blocks = (last - first + _BLOCK - 1) // _BLOCK
-    for b in nb.prange(n_blocks):
-        nodes = np.empty(_STACK, np.int64)
-        levels = np.empty(_STACK, np.int64)
-        lowers = np.empty(_STACK, np.float64)
-        sq = np.empty(LEAF_SIZE, np.float32)
-        for p in range(first + b * _BLOCK, min(last, first + (b + 1) * _BLOCK)):
-            if rank[p] == 0:
-                continue  # the densest point has no denser point; set by the caller
-            q = coords[:, p].copy()
-            d2, i = _nearest_denser(
-                q, p, coords, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers, sq
-            )
-            delta2[p], parent[p] = d2, i
+def _denser_from_graph(positions, sq_dists, ids, rank, delta2, parent):
+    """delta2 and parent wherever the neighbour list holds a denser point (its first is the nearest); which did."""
+    n, k = positions.shape
+    found = np.zeros(n, np.bool_)
+    for p in nb.prange(n):
+        for c in range(k):
+            t = positions[p, c]
+            if t >= 0 and rank[t] < rank[p]:
+                delta2[p], parent[p], found[p] = sq_dists[p, c], ids[t], True
+                break
+    return found
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
@@ -188,47 +107,63 @@ def _farthest_d2(coords, p):
     return best
 
 
-def _chunks(n: int, progress, min_step: int = 1 << 16):
-    """Ranges of n items small enough to report progress, large enough to keep every core busy."""
-    step = max(min_step, -(-n // 50))
-    for first in range(0, n, step):
-        yield first, min(n, first + step)
-        if progress is not None:
-            progress(min(n, first + step) / n)
-
-
 def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
     """Local density of every point, in original order (float64)."""
     gaussian = kernel == "gaussian"
-    reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
-    slack = bound_slack(tree.n_dims)
-    rho_tree = np.empty(tree.n_points, np.float64)
-    for first, last in _chunks(1 << tree.depth, progress, min_step=1 << 11):
-        _rho_leaves(
-            tree.coords, tree.center, tree.cover_radius, tree.depth, reach2,
-            reach_lo, reach_hi, 1.0 / np.float64(dc) ** 2, gaussian, slack,
-            first, last, rho_tree,
-        )  # fmt: skip
+    if not gaussian and tree.n_dims == 2:
+        rho_tree = strips.cutoff_rho(tree.coords, dc, _sampled_mean_rho(tree, dc), progress)
+    else:
+        rho_tree = np.empty(tree.n_points, np.float64)
+        for first, last in chunks(1 << tree.depth, progress, min_step=1 << 11):
+            _tree_rho(tree, dc, gaussian, first, last, rho_tree)
     out = np.empty_like(rho_tree)
     out[tree.ids] = rho_tree
     return out
 
 
+def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_leaf: int, rho_tree: np.ndarray) -> None:
+    reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
+    _rho_leaves(
+        tree.coords, tree.center, tree.cover_radius, tree.depth, reach2, reach_lo, reach_hi,
+        1.0 / np.float64(dc) ** 2, gaussian, bound_slack(tree.n_dims), first_leaf, last_leaf, rho_tree,
+    )  # fmt: skip
+
+
+def _sampled_mean_rho(tree: VPTree, dc: float, n_leaves: int = 16) -> float:
+    """Mean cut-off rho over the points of a few leaves spread through the tree (cheap: 16 of 2**depth leaves)."""
+    rho_tree = np.zeros(tree.n_points, np.float64)
+    leaves = np.unique(np.linspace(0, (1 << tree.depth) - 1, n_leaves).astype(np.int64))
+    for leaf in leaves:
+        _tree_rho(tree, dc, False, leaf, leaf + 1, rho_tree)
+    n = tree.n_points
+    sampled = np.concatenate([np.arange((j * n) >> tree.depth, ((j + 1) * n) >> tree.depth) for j in leaves])
+    return float(rho_tree[sampled].mean())
+
+
 def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray]:
-    """(delta, parent) in original order, given every point's density rank (0 = densest)."""
+    """(delta, parent) in original order, given every point's density rank (0 = densest).
+
+    Where the tree carries a neighbour graph, a point whose list holds a denser point takes the first such;
+    the others (local density maxima at the scale of the list) search the tree.
+    """
     rank_tree = np.ascontiguousarray(rank[tree.ids])
-    min_rank = _node_min(rank_tree, tree.depth)
     delta2 = np.empty(tree.n_points, np.float32)
     parent = np.empty(tree.n_points, np.int64)
     densest = int(np.argmin(rank_tree))
     delta2[densest] = _farthest_d2(tree.coords, densest)
     parent[densest] = -1
-    slack = bound_slack(tree.n_dims)
-    for first, last in _chunks(tree.n_points, progress):
-        _delta_range(
-            tree.coords, tree.ids, rank_tree, tree.center, tree.cover_radius, min_rank, tree.min_id,
-            tree.depth, slack, first, last, delta2, parent,
-        )  # fmt: skip
+    if tree.neighbours is None:
+        searched = np.ones(tree.n_points, np.bool_)
+    else:
+        graph = tree.neighbours
+        searched = ~_denser_from_graph(graph.positions, graph.sq_dists, tree.ids, rank_tree, delta2, parent)
+    searched[densest] = False
+    positions = np.flatnonzero(searched)
+    min_rank = node_min(rank_tree, tree.depth)
+    for first, last in chunks(positions.shape[0], progress):
+        d2, found = nearest_denser(tree, rank_tree, min_rank, positions[first:last])
+        delta2[positions[first:last]] = d2
+        parent[positions[first:last]] = tree.ids[found]
     out_delta = np.empty(tree.n_points, np.float64)
     out_parent = np.empty(tree.n_points, np.int64)
     out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))

@@ -1,7 +1,10 @@
-"""Scalar helpers shared by the CPU kernels: the float32 distance rule and the tree's run arithmetic."""
+"""Helpers shared by the CPU kernels: the float32 distance rule, the tree's run arithmetic and node bounds."""
 
 import numba as nb
 import numpy as np
+
+BLOCK = 256  # queries per parallel task: one traversal stack per task
+STACK = 128  # deeper than any tree: depth <= 58 for int64 sizes, and each level adds at most one entry
 
 
 @nb.njit(inline="always", cache=True)
@@ -36,3 +39,45 @@ def leaf_sq_dists(coords, q, start, end, out):
         for t in range(m):
             diff = np.float32(row[t] - qc)
             out[t] += diff * diff
+
+
+@nb.njit(inline="always", cache=True)
+def leaf_of(n, depth, p):
+    """The leaf (0 .. 2**depth - 1) holding tree position p."""
+    j = (np.int64(p) << depth) // n
+    while segment_start(n, depth, j + 1) <= p:
+        j += 1
+    while segment_start(n, depth, j) > p:
+        j -= 1
+    return j
+
+
+@nb.njit(cache=True)
+def ball_distance(q, center, radius, k, slack):
+    """(lower, upper) bounds on the distance from q to any point of node k, widened by the slack."""
+    s = np.sqrt(np.float64(sq_dist(q, center[k])))
+    r = np.float64(radius[k])
+    pad = (s + r) * slack
+    return s - r - pad, s + r + pad
+
+
+@nb.njit(cache=True)
+def node_min(values, depth):
+    """Minimum of ``values`` (tree order) over every node's run, leaves first, then bottom-up."""
+    n = values.shape[0]
+    out = np.empty((2 << depth) - 1, values.dtype)
+    first_leaf = (1 << depth) - 1
+    for j in range(1 << depth):
+        out[first_leaf + j] = values[segment_start(n, depth, j) : segment_start(n, depth, j + 1)].min()
+    for k in range(first_leaf - 1, -1, -1):
+        out[k] = min(out[2 * k + 1], out[2 * k + 2])
+    return out
+
+
+def chunks(n: int, progress, min_step: int = 1 << 16):
+    """Ranges of n items small enough to report progress, large enough to keep every core busy."""
+    step = max(min_step, -(-n // 50))
+    for first in range(0, n, step):
+        yield first, min(n, first + step)
+        if progress is not None:
+            progress(min(n, first + step) / n)

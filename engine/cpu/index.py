@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba as nb
 import numpy as np
 
 from ..vptree import VPTree, tree_depth
 from .geometry import segment_start, sq_dist
+from .search import neighbour_graph
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
@@ -74,7 +77,7 @@ def _farthest_from(points, origin):
 
 
 def build_vptree(points: np.ndarray, progress=None) -> VPTree:
-    """Build the tree over float32 points (N, d); ``progress(fraction)`` is called once per level."""
+    """The tree over float32 points (N, d), with its neighbour graph; ``progress(fraction)`` as it goes."""
     n, d = points.shape
     depth = tree_depth(n)
     order = np.arange(n, dtype=np.int64)
@@ -88,13 +91,13 @@ def build_vptree(points: np.ndarray, progress=None) -> VPTree:
         _split_level(points, order, vantage_pos, level, split_radius, next_vantage)
         vantage_pos = next_vantage
         if progress is not None:
-            progress((level + 1) / (depth + 1))
+            progress(0.5 * (level + 1) / (depth + 1))
     coords = np.ascontiguousarray(points[order].T)
     n_nodes = (2 << depth) - 1
     center = np.empty((n_nodes, d), np.float32)
     cover_radius = np.empty(n_nodes, np.float32)
     min_id = np.empty(n_nodes, np.int64)
     _bounding_balls(coords, order, depth, center, cover_radius, min_id)
-    if progress is not None:
-        progress(1.0)
-    return VPTree(coords, order, vantage, split_radius, center, cover_radius, min_id, depth)
+    tree = VPTree(coords, order, vantage, split_radius, center, cover_radius, min_id, depth)
+    graph = neighbour_graph(tree, progress=None if progress is None else lambda fraction: progress(0.5 + fraction / 2))
+    return dataclasses.replace(tree, neighbours=graph)
