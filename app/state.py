@@ -60,13 +60,13 @@ class ClusteringSession(param.Parameterized):
         kernel = kernel or self.kernel
         before = dict(model.timings_)
         model.timings_.clear()
+        kept = self.centers if self.centers_picked else None  # None: the new dc's suggested centers
         try:
-            model.set_dc(None if dc_percent is not None else dc, dc_percent=dc_percent, kernel=kernel, progress=progress)
+            model.set_dc(None if dc_percent is not None else dc, dc_percent=dc_percent, kernel=kernel, centers=kept,
+                         progress=progress)  # fmt: skip
         except Exception:
             model.timings_.update(before)
             raise
-        centers = self.centers if self.centers_picked else model.centers_
-        model.assign(centers=centers)
         with param.edit_constant(self):
             self.param.update(kernel=kernel, dc_percent=dc_percent)
         self._publish(model.centers_, picked=self.centers_picked, timings=dict(model.timings_))

@@ -91,9 +91,10 @@ class DensityPeaks:
 
     def set_dc(
         self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
-        progress: Progress | None = None,
+        centers=None, progress: Progress | None = None,
     ) -> DensityPeaks:  # fmt: skip
-        """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index; reassign suggested centers.
+        """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
+        ``centers`` (point indices; default: the suggested centers for the new dc).
 
         The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
         """
@@ -104,7 +105,7 @@ class DensityPeaks:
             dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
         self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
         self.dc_, self.kernel_ = self._fields.dc, kernel
-        return self.assign()
+        return self.assign(centers=centers)
 
     @property
     def index_(self):

@@ -39,6 +39,9 @@ def test_set_dc_reuses_the_index_and_matches_a_fresh_fit(rng):
     assert dp._fields is first  # cached: moving back costs nothing
     dp.set_dc(0.7, kernel="gaussian")
     assert dp.index_ is index and dp.kernel_ == "gaussian"
+    dp.set_dc(0.7, centers=[5, 9])  # the centers to keep, assigned once with the new fields
+    np.testing.assert_array_equal(dp.labels_, fresh.assign(centers=[5, 9]).labels_)
+    np.testing.assert_array_equal(dp.centers_[:2], [5, 9])
 
 
 def test_estimators_share_an_indexed_data_set_but_not_their_choices(rng):
