@@ -131,13 +131,10 @@ def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_lea
 
 def _sampled_mean_rho(tree: VPTree, dc: float, n_leaves: int = 16) -> float:
     """Mean cut-off rho over the points of a few leaves spread through the tree (cheap: 16 of 2**depth leaves)."""
-    rho_tree = np.zeros(tree.n_points, np.float64)
-    leaves = np.unique(np.linspace(0, (1 << tree.depth) - 1, n_leaves).astype(np.int64))
-    for leaf in leaves:
+    rho_tree = np.full(tree.n_points, np.nan)  # NaN: not sampled
+    for leaf in np.unique(np.linspace(0, (1 << tree.depth) - 1, n_leaves).astype(np.int64)):
         _tree_rho(tree, dc, False, leaf, leaf + 1, rho_tree)
-    n = tree.n_points
-    sampled = np.concatenate([np.arange((j * n) >> tree.depth, ((j + 1) * n) >> tree.depth) for j in leaves])
-    return float(rho_tree[sampled].mean())
+    return float(np.nanmean(rho_tree))
 
 
 def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray]:
@@ -161,9 +158,9 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
     positions = np.flatnonzero(searched)
     min_rank = node_min(rank_tree, tree.depth)
     for first, last in chunks(positions.shape[0], progress):
-        d2, found = nearest_denser(tree, rank_tree, min_rank, positions[first:last])
-        delta2[positions[first:last]] = d2
-        parent[positions[first:last]] = tree.ids[found]
+        chunk = positions[first:last]
+        delta2[chunk], nearest = nearest_denser(tree, rank_tree, min_rank, chunk)
+        parent[chunk] = tree.ids[nearest]
     out_delta = np.empty(tree.n_points, np.float64)
     out_parent = np.empty(tree.n_points, np.int64)
     out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))
