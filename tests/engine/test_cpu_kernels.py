@@ -26,6 +26,12 @@ def far_apart_2d(rng, n=600):
     return rng.normal(size=(n, 2)) * [1.0, 1e6]  # y range far beyond dc: the strip count is capped at N
 
 
+def wide_2d(rng, n=600):
+    points = rng.normal(size=(n, 2))
+    points[:5, 0] = [-1e7, -3e6, 2.5e6, 4e6, 1e7]  # x outliers: every x-bin spans far more than dc
+    return points
+
+
 CASES_2D = {
     "blobs": lambda rng: CASES["blobs"](rng),
     "with_duplicates": lambda rng: CASES["with_duplicates"](rng, d=2),
@@ -36,11 +42,12 @@ CASES_2D = {
     "flat": flat_2d,
     "upright": upright_2d,
     "far_apart": far_apart_2d,
+    "wide": wide_2d,
 }
 
 
 @pytest.mark.parametrize("case", CASES_2D)
-@pytest.mark.parametrize("mean_rho", [0.0, 900.0, 1e9])  # 1, 2 and 16 strips per dc: any guess stays exact
+@pytest.mark.parametrize("mean_rho", [0.0, 3200.0, 1e9])  # 1, 2 and 16 strips per dc: any guess stays exact
 def test_strip_sweep_counts_exactly(case, mean_rho, rng):
     points = CASES_2D[case](rng).astype(np.float32)
     sq = oracle.rule_sq_dists(points)
