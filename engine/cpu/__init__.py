@@ -5,7 +5,7 @@ import platform
 import numpy as np
 
 from .assign import halo, labels, points_in_polygon
-from .density import delta, rho
+from .density import delta, density_order, rho
 from .index import build_vptree
 
 name = "cpu"
@@ -32,14 +32,6 @@ def synchronize() -> None:
 
 def free_memory() -> None:
     """Nothing to give back: NumPy frees arrays when they are dropped."""
-
-
-def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order, rank): points from densest to sparsest, ties by index; rank[i] = position of i in that order."""
-    order = np.argsort(-rho_values, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.shape[0])
-    return order, rank
 
 
 __all__ = [

@@ -101,3 +101,21 @@ def test_delta_from_the_graph_equals_the_tree_search(case, k, rng):
             delta, parent = cpu.delta(tree, rank)
             np.testing.assert_array_equal(parent, expected[1])
             np.testing.assert_array_equal(delta, expected[0])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        lambda rng: rng.integers(0, 40, 3000).astype(np.float64),  # cut-off counts with many ties: counting sort
+        lambda rng: np.zeros(500),  # one tie over everything
+        lambda rng: np.array([2.0]),
+        lambda rng: rng.integers(0, 40, 3000) + 0.5,  # not whole numbers: the general sort
+        lambda rng: np.full(10, 10.0),  # whole but not below N: the general sort
+        lambda rng: rng.random(2000),  # Gaussian-like densities
+    ],
+)
+def test_density_order_is_densest_first_ties_by_index(values, rng):
+    rho = values(rng)
+    order, rank = cpu.density_order(rho)
+    np.testing.assert_array_equal(order, np.lexsort((np.arange(rho.size), -rho)))
+    np.testing.assert_array_equal(rank[order], np.arange(rho.size))
