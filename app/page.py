@@ -83,7 +83,7 @@ class StudioPage:
         self.download_parquet = pn.widgets.FileDownload(callback=partial(self._labels_file, "parquet"),
                                                         filename="labels.parquet", label="Download labels (Parquet)")  # fmt: skip
         self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self.progress = pn.indicators.Progress(active=True, visible=False, sizing_mode="stretch_width", max=100)
+        self.progress = pn.indicators.Progress(active=False, visible=False, sizing_mode="stretch_width", max=100)
         self.busy = pn.pane.Markdown(visible=False)
         self.table = pn.pane.DataFrame(index=False, float_format="{:.4g}".format, sizing_mode="stretch_width")
         self.status = pn.pane.Markdown(css_classes=["dp-status"])
