@@ -207,28 +207,18 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
 
 
 @_gpu_memory("computing delta")
-def delta(tree: VPTree, rank: cp.ndarray, progress=None, reach: float | None = None) -> tuple[cp.ndarray, cp.ndarray]:
-    """(delta, parent) in original order. ``reach`` bounds the first, warp-per-leaf pass (default: a leaf's scale)."""
+def delta(tree: VPTree, rank: cp.ndarray, progress=None) -> tuple[cp.ndarray, cp.ndarray]:
+    """(delta, parent) in original order, given every point's density rank (0 = densest)."""
     n, d, depth = tree.n_points, tree.n_dims, tree.depth
     rank_tree = rank[tree.ids].astype(_I32)
-    min_rank = _node_min(rank_tree, depth)
     delta2 = _output(n, _F32)
     parent = _output(n, _I64)
-    slack = bound_slack(d)
-    if reach is None:
-        reach = 4.0 * float(cp.median(tree.cover_radius[(1 << depth) - 1 :]))
     _launch(
-        "delta_local", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, rank_tree,
-        tree.center, tree.cover_radius, min_rank, _F32(np.float64(reach) ** 2), _F64(slack), delta2, parent,
+        "delta_leaves", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, rank_tree, tree.center,
+        tree.cover_radius, _node_min(rank_tree, depth), tree.min_id.astype(cp.uint32), _F64(bound_slack(d)),
+        delta2, parent,
     )  # fmt: skip
-    densest = int(cp.argmin(rank_tree))
-    parent[densest] = -2  # not a query of either pass
-    queries = cp.flatnonzero(parent == -1)
-    _launch(
-        "delta_global", int(queries.shape[0]), tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, rank_tree,
-        tree.center, tree.cover_radius, min_rank, tree.min_id.astype(cp.uint32), _F64(slack), queries,
-        _I64(queries.shape[0]), delta2, parent,
-    )  # fmt: skip
+    densest = int(cp.argmin(rank_tree))  # the one point with nothing denser: delta is its farthest distance
     to_densest = _output(n, _F32)
     _launch("sq_to_point", n, tree.coords, _I64(n), _I32(d), _I64(densest), to_densest)
     delta2[densest] = to_densest.max()

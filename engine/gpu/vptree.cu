@@ -49,6 +49,15 @@ __device__ __forceinline__ Bounds ball_bounds(float d2, float radius, double sla
     return {s - r - pad, s + r + pad};
 }
 
+// the same in float, for the hot loops of rho and delta: sqrt, the sum, the difference and the pad each round by at most
+// 2^-24 of s + r, so FLOAT_BOUND_SLACK (2^-21) added to the relative slack covers them
+#define FLOAT_BOUND_SLACK 4.76837158203125e-07f
+struct BoundsF { float lower, upper; };
+__device__ __forceinline__ BoundsF ball_bounds_f(float d2, float radius, float slack) {
+    const float s = sqrtf(d2), r = radius, pad = (s + r) * slack;
+    return {s - r - pad, s + r + pad};
+}
+
 // one warp per leaf of queries: lane l serves tree position qs + l; idle lanes (a leaf holds at most 32 points)
 // shadow the first query so that every lane can join warp-wide votes, and write nothing
 struct LeafWarp {
@@ -143,11 +152,100 @@ extern "C" __global__ void node_min(const int* __restrict__ values, i64 n, int d
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// leaf blocks: the warp's 32 queries (tree positions [qs, qe)) against the points of one leaf [s, e), all
+// pairs at once as a register tile. Lane l takes queries 4(l/4) .. +3 against points 8(l%4) .. +7, so each
+// coordinate loaded serves 4 or 8 distances. Every lane must call these (they shuffle within groups of 4).
+
+__device__ __forceinline__ void leaf_block_sq(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
+                                              i64 s, i64 e, int lane, float (&acc)[4][8]) {
+    const int group = lane >> 2, part = lane & 3;
+    i64 query[4], point[8];
+    for (int a = 0; a < 4; ++a) query[a] = min(qs + 4 * group + a, qe - 1);  // reads past a run repeat its last
+    for (int b = 0; b < 8; ++b) point[b] = min(s + 8 * part + b, e - 1);
+    for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 8; ++b) acc[a][b] = 0.0f;
+    for (int c = 0; c < d; ++c) {
+        const float* row = coords + (i64)c * n;
+        float qv[4], pv[8];
+        for (int a = 0; a < 4; ++a) qv[a] = row[query[a]];
+        for (int b = 0; b < 8; ++b) pv[b] = row[point[b]];
+        for (int a = 0; a < 4; ++a)
+            for (int b = 0; b < 8; ++b) {
+                const float diff = pv[b] - qv[a];  // point minus query, summed in dimension order: the float32 rule
+                acc[a][b] += diff * diff;
+            }
+    }
+}
+
+// element `part` of a 4-element register array, without local memory
+template <typename T>
+__device__ __forceinline__ T pick(const T (&values)[4], int part) {
+    return part == 0 ? values[0] : part == 1 ? values[1] : part == 2 ? values[2] : values[3];
+}
+
+// points of the leaf within reach of lane l's own query (query 4 * group + part = l)
+__device__ __forceinline__ int leaf_block_hits(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
+                                               i64 s, i64 e, int lane, float reach2) {
+    float acc[4][8];
+    leaf_block_sq(coords, n, d, qs, qe, s, e, lane, acc);
+    const int part = lane & 3;
+    int hits[4];
+    for (int a = 0; a < 4; ++a) {
+        hits[a] = 0;
+        for (int b = 0; b < 8; ++b) hits[a] += (s + 8 * part + b < e && acc[a][b] < reach2) ? 1 : 0;
+        hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 1);  // the 4 lanes of a group hold 8 points each
+        hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 2);
+    }
+    return pick(hits, part);
+}
+
+__device__ __forceinline__ bool nearer(float d2, i64 id, float best_d2, i64 best_id) {
+    return d2 < best_d2 || (d2 == best_d2 && id < best_id);
+}
+
+// the nearest point of the leaf denser than lane l's own query (ties by smaller id), merged into (best_d2, best_id);
+// query_rank holds the ranks of the lane's 4 tile queries
+__device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
+                                                   i64 s, i64 e, int lane, const i64* __restrict__ ids,
+                                                   const int* __restrict__ rank, const int (&query_rank)[4],
+                                                   float& best_d2, i64& best_id) {
+    float acc[4][8];
+    leaf_block_sq(coords, n, d, qs, qe, s, e, lane, acc);
+    const int part = lane & 3;
+    int point_rank[8];
+    i64 point_id[8];
+    for (int b = 0; b < 8; ++b) {
+        const i64 t = s + 8 * part + b;
+        point_rank[b] = t < e ? rank[t] : 0x7fffffff;  // past the leaf: denser than nothing
+        point_id[b] = t < e ? ids[t] : 0;
+    }
+    float found_d2[4];
+    i64 found_id[4];
+    for (int a = 0; a < 4; ++a) {
+        found_d2[a] = __int_as_float(0x7f800000);  // +inf
+        found_id[a] = 0x7fffffffffffffffLL;
+        for (int b = 0; b < 8; ++b)
+            if (point_rank[b] < query_rank[a] && nearer(acc[a][b], point_id[b], found_d2[a], found_id[a])) {
+                found_d2[a] = acc[a][b];
+                found_id[a] = point_id[b];
+            }
+        for (int mask = 1; mask <= 2; mask <<= 1) {
+            const float other_d2 = __shfl_xor_sync(FULL_MASK, found_d2[a], mask);
+            const i64 other_id = __shfl_xor_sync(FULL_MASK, found_id[a], mask);
+            if (nearer(other_d2, other_id, found_d2[a], found_id[a])) { found_d2[a] = other_d2; found_id[a] = other_id; }
+        }
+    }
+    const float mine_d2 = pick(found_d2, part);
+    const i64 mine_id = pick(found_id, part);
+    if (nearer(mine_d2, mine_id, best_d2, best_id)) { best_d2 = mine_d2; best_id = mine_id; }
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // rho: one warp per leaf of queries (tree order, so a warp's queries are neighbours) walks the tree once.
 // Each stack entry carries the lanes still undecided about that node: every such lane tests the node's ball
 // for its own query, counts the node at once when it lies inside the reach, drops it when outside, and the
-// warp descends only while some lane is undecided. At a leaf the undecided lanes are served by the whole warp:
-// lane l holds point l of the leaf and a ballot counts one query's hits.
+// warp descends only while some lane is undecided. At a leaf the whole warp computes all query-point pairs as a
+// register tile, and the undecided lanes take their counts.
 
 template <bool GAUSSIAN>
 __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
@@ -160,6 +258,9 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
     const i64 qs = w.qs, p = w.p, pq = w.pq;
     const bool active = w.active;
     double total = 0.0;
+    // float bounds (every lane tests every node it reaches): rounded outwards, the slack widened by their rounding
+    const float slack_f = (float)slack + FLOAT_BOUND_SLACK;
+    const float reach_lo_f = __double2float_rd(reach_lo), reach_hi_f = __double2float_ru(reach_hi);
 
     i64 nodes[STACK];
     unsigned masks[STACK];
@@ -173,9 +274,9 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
         const int level = 63 - __clzll(k + 1);
         const i64 j = k - ((1LL << level) - 1);
         const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-        Bounds mine = ball_bounds(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
-        const bool outside = mine.lower >= reach_hi;
-        const bool inside = !GAUSSIAN && mine.upper < reach_lo;
+        const BoundsF mine = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack_f);
+        const bool outside = mine.lower >= reach_hi_f;
+        const bool inside = !GAUSSIAN && mine.upper < reach_lo_f;
         if (mine_to_decide && inside) total += (double)(e - s);
         unsigned undecided = __ballot_sync(FULL_MASK, mine_to_decide && !outside && !inside);
         if (!undecided) continue;
@@ -193,14 +294,8 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
                 }
             }
         } else {
-            const bool has_point = s + lane < e;
-            while (undecided) {
-                const int i = __ffs(undecided) - 1;
-                undecided &= undecided - 1;
-                const float d2 = has_point ? sq_between(coords, n, d, s + lane, qs + i) : reach2;
-                const unsigned hits = __ballot_sync(FULL_MASK, d2 < reach2);
-                if (lane == i) total += (double)__popc(hits);
-            }
+            const int hits = leaf_block_hits(coords, n, d, qs, w.qe, s, e, lane, reach2);
+            if ((undecided >> lane) & 1u) total += (double)hits;
         }
     }
     if (active) rho[p] = GAUSSIAN ? total : total - 1.0;  // a cut-off count includes the point itself
@@ -219,34 +314,27 @@ extern "C" __global__ void rho_gaussian(const float* coords, i64 n, int d, int d
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// delta/parent. Pass 1 (GDPC's covered leaves): one warp per leaf searches, for each query, the nearest denser
-// point closer than dc, nearer nodes first, under the warp's largest current best distance. Pass 2: the few
-// points with nothing denser within dc (the densest of their neighbourhood) search the whole tree, one thread
-// each. Both skip nodes with nothing denser (smallest density rank) and break distance ties by smaller id.
+// delta/parent: one warp per leaf of queries walks the tree, the child nearer to the warp's own leaf first so that
+// every lane's best shrinks early. A node is dropped for a lane when it holds nothing denser (smallest density
+// rank), or its ball lies beyond the lane's best distance, or at it with only larger ids (smallest id). Leaves
+// are searched as register tiles; a lane takes any denser point a leaf offers even when it did not need that
+// leaf, which is always right (delta is a minimum over all denser points). Ties go to the smaller id.
 
-__device__ __forceinline__ void consider(float d2, i64 id, float& best_d2, i64& best_id) {
-    if (d2 < best_d2 || (d2 == best_d2 && id < best_id)) { best_d2 = d2; best_id = id; }
-}
-
-extern "C" __global__ void delta_local(const float* __restrict__ coords, i64 n, int d, int depth,
-                                       const i64* __restrict__ ids, const int* __restrict__ rank,
-                                       const float* __restrict__ center, const float* __restrict__ radius,
-                                       const int* __restrict__ min_rank, float reach2, double slack,
-                                       float* __restrict__ delta2, i64* __restrict__ parent) {
+extern "C" __global__ void delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
+                                        const i64* __restrict__ ids, const int* __restrict__ rank,
+                                        const float* __restrict__ center, const float* __restrict__ radius,
+                                        const int* __restrict__ min_rank, const unsigned* __restrict__ min_id,
+                                        double slack, float* __restrict__ delta2, i64* __restrict__ parent) {
     LeafWarp w;
     if (!leaf_warp(n, depth, w)) return;
-    const int lane = w.lane;
+    const int lane = w.lane, group = lane >> 2;
     const i64 own = w.own, qs = w.qs, qe = w.qe, p = w.p, pq = w.pq;
     const int my_rank = w.active ? rank[p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
-
-    // start from the query's own leaf; -1 marks "nothing closer than the reach yet" and loses every tie
-    float best_d2 = reach2;
-    i64 best_id = -1;
-    for (i64 t = qs; t < qe && my_rank > 0; ++t)
-        if (rank[t] < my_rank) {
-            float d2 = sq_between(coords, n, d, t, p);
-            if (d2 < best_d2 || (d2 == best_d2 && best_id >= 0 && ids[t] < best_id)) { best_d2 = d2; best_id = ids[t]; }
-        }
+    int query_rank[4];
+    for (int a = 0; a < 4; ++a) query_rank[a] = rank[min(qs + 4 * group + a, qe - 1)];
+    float best_d2 = __int_as_float(0x7f800000);  // +inf
+    i64 best_id = 0x7fffffffffffffffLL;
+    const float slack_f = (float)slack + FLOAT_BOUND_SLACK;
 
     // each stack entry carries the lanes that may still find something in that node
     i64 nodes[STACK];
@@ -258,74 +346,28 @@ extern "C" __global__ void delta_local(const float* __restrict__ coords, i64 n, 
         --top;
         const i64 k = nodes[top];
         const int level = 63 - __clzll(k + 1);
-        const bool mine = (masks[top] >> lane) & 1u;
-        Bounds b = ball_bounds(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
-        const bool relevant = mine && k != own && min_rank[k] < my_rank && b.lower <= sqrt((double)best_d2);
+        const float best = __fsqrt_ru(best_d2);  // rounded up, and the bound rounded down: a skip is always safe
+        const float lower = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack_f).lower;
+        const bool relevant = ((masks[top] >> lane) & 1u) && min_rank[k] < my_rank
+                              && !(lower > best || (lower >= best && (i64)min_id[k] > best_id));
         const unsigned still = __ballot_sync(FULL_MASK, relevant);
         if (!still) continue;
         if (level == depth) {
-            if (relevant) {
-                const i64 j = k - ((1LL << level) - 1);
-                for (i64 t = seg_start(n, level, j), e = seg_start(n, level, j + 1); t < e; ++t)
-                    if (rank[t] < my_rank) {
-                        float d2 = sq_between(coords, n, d, t, p);
-                        if (d2 < best_d2 || (d2 == best_d2 && best_id >= 0 && ids[t] < best_id)) { best_d2 = d2; best_id = ids[t]; }
-                    }
-            }
+            const i64 j = k - ((1LL << level) - 1);
+            leaf_block_nearest(coords, n, d, qs, qe, seg_start(n, level, j), seg_start(n, level, j + 1), lane, ids,
+                               rank, query_rank, best_d2, best_id);
             continue;
         }
-        // the child nearer to the warp's own leaf is searched first, to shrink every lane's best early
         i64 near = 2 * k + 1, far = 2 * k + 2;
         if (sq_rows(center + own * d, center + far * d, d) < sq_rows(center + own * d, center + near * d, d)) { near = 2 * k + 2; far = 2 * k + 1; }
         nodes[top] = far; masks[top] = still;
         nodes[top + 1] = near; masks[top + 1] = still;
         top += 2;
     }
-    if (my_rank > 0) {
+    if (w.active && my_rank > 0) {
         delta2[p] = best_d2;
-        parent[p] = best_id;  // -1: none within the reach, left to delta_global
+        parent[p] = best_id;
     }
-}
-
-extern "C" __global__ void delta_global(const float* __restrict__ coords, i64 n, int d, int depth,
-                                        const i64* __restrict__ ids, const int* __restrict__ rank,
-                                        const float* __restrict__ center, const float* __restrict__ radius,
-                                        const int* __restrict__ min_rank, const unsigned* __restrict__ min_id,
-                                        double slack, const i64* __restrict__ queries, i64 n_queries,
-                                        float* __restrict__ delta2, i64* __restrict__ parent) {
-    const i64 qi = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (qi >= n_queries) return;
-    const i64 p = queries[qi];
-    const int my_rank = rank[p];
-    float best_d2 = __int_as_float(0x7f800000);  // +inf
-    i64 best_id = 0x7fffffffffffffffLL;
-    i64 nodes[STACK];
-    int levels[STACK];
-    double lowers[STACK];
-    int top = 1;
-    nodes[0] = 0; levels[0] = 0; lowers[0] = 0.0;
-    while (top > 0) {
-        --top;
-        const i64 k = nodes[top];
-        const int level = levels[top];
-        const double best = sqrt((double)best_d2), lower = lowers[top];
-        if (min_rank[k] >= my_rank || lower > best || (lower >= best && (i64)min_id[k] > best_id)) continue;
-        const i64 j = k - ((1LL << level) - 1);
-        if (level == depth) {
-            for (i64 t = seg_start(n, level, j), e = seg_start(n, level, j + 1); t < e; ++t)
-                if (rank[t] < my_rank) consider(sq_between(coords, n, d, t, p), ids[t], best_d2, best_id);
-            continue;
-        }
-        i64 near = 2 * k + 1, far = 2 * k + 2;
-        double near_lower = ball_bounds(sq_to_row(coords, n, d, p, center + near * d), radius[near], slack).lower;
-        double far_lower = ball_bounds(sq_to_row(coords, n, d, p, center + far * d), radius[far], slack).lower;
-        if (far_lower < near_lower) { i64 tk = near; near = far; far = tk; double tl = near_lower; near_lower = far_lower; far_lower = tl; }
-        nodes[top] = far; levels[top] = level + 1; lowers[top] = far_lower;
-        nodes[top + 1] = near; levels[top + 1] = level + 1; lowers[top + 1] = near_lower;
-        top += 2;
-    }
-    delta2[p] = best_d2;
-    parent[p] = best_id;
 }
 
 extern "C" __global__ void sq_to_point(const float* __restrict__ coords, i64 n, int d, i64 p, float* __restrict__ out) {
