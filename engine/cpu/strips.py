@@ -134,8 +134,10 @@ def _sweep(xs, ys, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start,
         for a in range(first + _LANE_OFFSET[lane], last, _LANES):
             q_begin, q_end = starts[a], starts[a + 1]
             counts[q_begin:q_end] = 0
+            if q_begin == q_end:
+                continue
             for b in range(max(0, a - span), min(n_strips, a + span + 1)):
-                if starts[b] == starts[b + 1] or q_begin == q_end:
+                if starts[b] == starts[b + 1]:
                     continue
                 if max(0.0, y_low[b] - y_high[a], y_low[a] - y_high[b]) >= reach_hi:
                     continue

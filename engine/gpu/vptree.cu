@@ -53,8 +53,8 @@ __device__ __forceinline__ Bounds ball_bounds(float d2, float radius, double sla
 // 2^-24 of s + r, so FLOAT_BOUND_SLACK (2^-21) added to the relative slack covers them
 #define FLOAT_BOUND_SLACK 4.76837158203125e-07f
 struct BoundsF { float lower, upper; };
-__device__ __forceinline__ BoundsF ball_bounds_f(float d2, float radius, float slack) {
-    const float s = sqrtf(d2), r = radius, pad = (s + r) * slack;
+__device__ __forceinline__ BoundsF ball_bounds_f(float d2, float radius, double slack) {
+    const float s = sqrtf(d2), r = radius, pad = (s + r) * ((float)slack + FLOAT_BOUND_SLACK);
     return {s - r - pad, s + r + pad};
 }
 
@@ -258,8 +258,7 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
     const i64 qs = w.qs, p = w.p, pq = w.pq;
     const bool active = w.active;
     double total = 0.0;
-    // float bounds (every lane tests every node it reaches): rounded outwards, the slack widened by their rounding
-    const float slack_f = (float)slack + FLOAT_BOUND_SLACK;
+    // float bounds (every lane tests every node it reaches), so the reach is rounded outwards too
     const float reach_lo_f = __double2float_rd(reach_lo), reach_hi_f = __double2float_ru(reach_hi);
 
     i64 nodes[STACK];
@@ -274,7 +273,7 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
         const int level = 63 - __clzll(k + 1);
         const i64 j = k - ((1LL << level) - 1);
         const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-        const BoundsF mine = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack_f);
+        const BoundsF mine = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
         const bool outside = mine.lower >= reach_hi_f;
         const bool inside = !GAUSSIAN && mine.upper < reach_lo_f;
         if (mine_to_decide && inside) total += (double)(e - s);
@@ -334,7 +333,6 @@ extern "C" __global__ void delta_leaves(const float* __restrict__ coords, i64 n,
     for (int a = 0; a < 4; ++a) query_rank[a] = rank[min(qs + 4 * group + a, qe - 1)];
     float best_d2 = __int_as_float(0x7f800000);  // +inf
     i64 best_id = 0x7fffffffffffffffLL;
-    const float slack_f = (float)slack + FLOAT_BOUND_SLACK;
 
     // each stack entry carries the lanes that may still find something in that node
     i64 nodes[STACK];
@@ -347,7 +345,7 @@ extern "C" __global__ void delta_leaves(const float* __restrict__ coords, i64 n,
         const i64 k = nodes[top];
         const int level = 63 - __clzll(k + 1);
         const float best = __fsqrt_ru(best_d2);  // rounded up, and the bound rounded down: a skip is always safe
-        const float lower = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack_f).lower;
+        const float lower = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack).lower;
         const bool relevant = ((masks[top] >> lane) & 1u) && min_rank[k] < my_rank
                               && !(lower > best || (lower >= best && (i64)min_id[k] > best_id));
         const unsigned still = __ballot_sync(FULL_MASK, relevant);
