@@ -26,6 +26,11 @@ name = "gpu"
 xp = cp
 
 _THREADS = 256
+# from this many dimensions on, cut-off rho and delta scan leaves on the tensor cores (3xTF32 with an exact
+# recheck near the decision); below it the float32 register tiles are faster (measured on an H100, see README)
+TENSOR_TILE_MIN_DIMS = 8
+_TEMPLATES = ["rho_leaves<false, false>", "rho_leaves<false, true>", "rho_leaves<true, false>",
+              "delta_leaves<false>", "delta_leaves<true>"]  # fmt: skip
 _SYNC = os.environ.get("DPSTUDIO_GPU_SYNC") == "1"
 _I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
 
@@ -50,7 +55,12 @@ def device_name() -> str:
 def _module() -> cp.RawModule:
     source = (Path(__file__).with_name("vptree.cu")).read_text()
     # no fused multiply-add: the float32 distance rule must round exactly as on the CPU
-    return cp.RawModule(code=source, options=("--std=c++17", "--fmad=false"))
+    return cp.RawModule(code=source, options=("--std=c++17", "--fmad=false"), name_expressions=_TEMPLATES)
+
+
+def _tensor_tiles(n_dims: int) -> str:
+    """The TENSOR template argument of the leaf-scanning kernels."""
+    return "true" if n_dims >= TENSOR_TILE_MIN_DIMS else "false"
 
 
 def _launch(kernel: str, n_threads: int, *args) -> None:
@@ -145,7 +155,7 @@ def build_vptree(points: cp.ndarray, progress=None) -> VPTree:
         _launch("split_nodes", 1 << level, _I64(n), _I32(level), keys, order, split_radius, vantage_pos)
         if progress is not None:
             progress((level + 1) / (depth + 1))
-    coords = cp.ascontiguousarray(points[order].T)
+    coords = _with_tile_slack(points[order].T)
     center = _node_centers(coords, depth)
     radius_bits = cp.zeros(center.shape[0], cp.uint32)
     min_id = cp.full(center.shape[0], 0xFFFFFFFF, cp.uint32)
@@ -153,6 +163,15 @@ def build_vptree(points: cp.ndarray, progress=None) -> VPTree:
     if progress is not None:
         progress(1.0)
     return VPTree(coords, order, vantage, split_radius, center, radius_bits.view(_F32), min_id.astype(_I64), depth)
+
+
+def _with_tile_slack(rows: cp.ndarray) -> cp.ndarray:
+    """A C-contiguous copy followed by 32 zero floats: tensor tiles read whole 32-point blocks from a leaf's start,
+    past the last leaf of the last row."""
+    buffer = cp.zeros(rows.size + 32, _F32)
+    out = buffer[: rows.size].reshape(rows.shape)
+    out[...] = rows
+    return out
 
 
 def _warp_padded(n: int) -> int:
@@ -193,10 +212,11 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
     gaussian = kernel == "gaussian"
     reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
     rho_tree = _output(tree.n_points, _F64)
+    # Gaussian rho sums exp(-d^2 / dc^2) over every pair within reach, so it keeps the float32 tiles
+    kernel_name = "rho_leaves<true, false>" if gaussian else f"rho_leaves<false, {_tensor_tiles(tree.n_dims)}>"
     _launch(
-        "rho_gaussian" if gaussian else "rho_cutoff", 32 << tree.depth,
-        tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth), tree.center, tree.cover_radius,
-        reach2, _F64(reach_lo), _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2),
+        kernel_name, 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
+        tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2),
         _F64(bound_slack(tree.n_dims)), rho_tree,
     )  # fmt: skip
     if progress is not None:
@@ -214,9 +234,9 @@ def delta(tree: VPTree, rank: cp.ndarray, progress=None) -> tuple[cp.ndarray, cp
     delta2 = _output(n, _F32)
     parent = _output(n, _I64)
     _launch(
-        "delta_leaves", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, rank_tree, tree.center,
-        tree.cover_radius, _node_min(rank_tree, depth), tree.min_id.astype(cp.uint32), _F64(bound_slack(d)),
-        delta2, parent,
+        f"delta_leaves<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids,
+        rank_tree, tree.center, tree.cover_radius, _node_min(rank_tree, depth), tree.min_id.astype(cp.uint32),
+        _F64(bound_slack(d)), delta2, parent,
     )  # fmt: skip
     densest = int(cp.argmin(rank_tree))  # the one point with nothing denser: delta is its farthest distance
     to_densest = _output(n, _F32)

@@ -241,14 +241,218 @@ __device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coo
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// tensor-core leaf tiles, for higher d: the same 32 x 32 pairs from |q|^2 + |p|^2 - 2 q.p, the dot products as
+// 3xTF32 mma (each float split into a TF32 head and tail; only tail x tail is dropped), coordinates centred on
+// the query leaf's centre so that cancellation stays small. The result comes with a bound on its distance from
+// the float32 rule, so a caller decides every pair outside the bound at once and recomputes the few inside it
+// with the rule itself: results stay identical to the scalar tiles.
+//
+// mma.m16n8k8 layout (lane = 4 g + t): A register r holds (row g + 8(r & 1), col t + 4(r >> 1)), B register r
+// holds (row t + 4r, col g), C register r holds (row g + 8(r >> 1), col 2t + (r & 1)). Two m-tiles and four
+// n-tiles cover the 32 x 32 pairs, so lane (g, t) ends up with queries g + 8a (a < 4) against the 8 points at
+// tile_col(b, t) (b < 8): the same 4 x 8 shape as the scalar tiles, in another order.
+//
+// Tiles read whole 32-point blocks from a leaf's first position, past a shorter leaf into the next one (the GPU
+// tree's coords carry 32 floats of slack after the last row for the last leaf); those rows and columns are not
+// "real" and count for nothing.
+
+__device__ __forceinline__ int tile_col(int b, int t) { return 8 * (b >> 1) + 2 * t + (b & 1); }
+
+// head: x with its low 13 mantissa bits cleared, a TF32 value; tail: x - head, exact in float32. The tensor
+// core reads the tail to TF32 precision (it ignores the low bits), which loses at most 2^-10 of the tail.
+__device__ __forceinline__ void split_tf32(float x, unsigned& head, unsigned& tail) {
+    head = __float_as_uint(x) & 0xffffe000u;
+    tail = __float_as_uint(x - __uint_as_float(head));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// the largest of a non-negative float over the warp (such floats order as their bits)
+__device__ __forceinline__ float warp_max(float value) {
+    return __uint_as_float(__reduce_max_sync(FULL_MASK, __float_as_uint(value)));
+}
+
+// the warp's queries as tile rows: lane (g, t) holds rows g + 8a, centred on the query leaf's centre
+struct QueryRows {
+    const float* origin;
+    i64 first;       // tree position of the lane's row g
+    int real;        // rows of the leaf (32 or fewer)
+    float norm2[4];  // |q - origin|^2 of rows g + 8a
+    float reach;     // the largest |q - origin| over the leaf, rounded up
+};
+
+__device__ __forceinline__ QueryRows query_rows(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
+                                                const float* __restrict__ origin, int lane) {
+    QueryRows rows;
+    rows.origin = origin;
+    rows.first = qs + (lane >> 2);
+    rows.real = (int)(qe - qs);
+    for (int a = 0; a < 4; ++a) rows.norm2[a] = 0.0f;
+    const float* x = coords + rows.first;
+    for (int c = 0; c < d; ++c, x += n) {
+        const float o = origin[c];
+        for (int a = 0; a < 4; ++a) {
+            const float diff = x[8 * a] - o;
+            rows.norm2[a] += diff * diff;
+        }
+    }
+    float widest = 0.0f;
+    for (int a = 0; a < 4; ++a)
+        if ((lane >> 2) + 8 * a < rows.real) widest = fmaxf(widest, rows.norm2[a]);
+    rows.reach = __fsqrt_ru(warp_max(widest));
+    return rows;
+}
+
+// approximate squared distances of the tile, and a bound on their distance from the float32 rule. With
+// R = max|q - o| + max|p - o| over the real rows and columns, every term below is at most R^2: the dropped
+// tail x tail products and the tails' TF32 reading (3.1 * 2^-20 of the sum of |q_c p_c|, at most R^2 / 2), at
+// most 3 ceil(d / 8) tensor-core accumulations (each taken to lose 2^-19 of what it adds, several times the
+// truncation measured on these units), the float32 norms, the centring and the rule itself ((d + 4) 2^-24).
+// The absolute term covers flushed subnormals.
+__device__ __forceinline__ float tile_sq(const float* __restrict__ coords, i64 n, int d, const QueryRows& rows,
+                                         i64 s, i64 e, int lane, float (&approx)[4][8]) {
+    const int t = lane & 3;
+    float acc[2][4][4], point_norm2[4];
+    for (int m = 0; m < 2; ++m)
+        for (int nt = 0; nt < 4; ++nt)
+            for (int r = 0; r < 4; ++r) acc[m][nt][r] = 0.0f;
+    for (int nt = 0; nt < 4; ++nt) point_norm2[nt] = 0.0f;
+    // lane (g, t) reads dimensions t and t + 4 of each group of 8: queries at rows g + 8a, points at g + 8 nt
+    const float* q = coords + (i64)t * n + rows.first;
+    const float* p = coords + (i64)t * n + s + (lane >> 2);
+    const i64 step = 4 * n;
+    for (int k0 = 0; k0 < d; k0 += 8, q += 2 * step, p += 2 * step) {
+        unsigned a_head[2][4], a_tail[2][4], b_head[4][2], b_tail[4][2];
+        for (int h = 0; h < 2; ++h) {
+            const int c = k0 + t + 4 * h;
+            const bool real = c < d;  // dimensions past d are zeros
+            const float o = real ? rows.origin[c] : 0.0f;
+            for (int a = 0; a < 4; ++a) {
+                const float x = real ? q[h * step + 8 * a] - o : 0.0f;
+                split_tf32(x, a_head[a >> 1][(a & 1) + 2 * h], a_tail[a >> 1][(a & 1) + 2 * h]);
+            }
+            for (int nt = 0; nt < 4; ++nt) {
+                const float y = real ? p[h * step + 8 * nt] - o : 0.0f;
+                point_norm2[nt] += y * y;
+                split_tf32(y, b_head[nt][h], b_tail[nt][h]);
+            }
+        }
+        for (int m = 0; m < 2; ++m)
+            for (int nt = 0; nt < 4; ++nt) {
+                mma_tf32(acc[m][nt], a_tail[m], b_head[nt]);
+                mma_tf32(acc[m][nt], a_head[m], b_tail[nt]);
+                mma_tf32(acc[m][nt], a_head[m], b_head[nt]);
+            }
+    }
+    float widest = 0.0f;
+    for (int nt = 0; nt < 4; ++nt) {  // the 4 lanes of a group hold a quarter of point 8 nt + g's dimensions each
+        point_norm2[nt] += __shfl_xor_sync(FULL_MASK, point_norm2[nt], 1);
+        point_norm2[nt] += __shfl_xor_sync(FULL_MASK, point_norm2[nt], 2);
+        if (s + 8 * nt + (lane >> 2) < e) widest = fmaxf(widest, point_norm2[nt]);
+    }
+    widest = warp_max(widest);
+    for (int b = 0; b < 8; ++b) {
+        const float p_norm2 = __shfl_sync(FULL_MASK, point_norm2[b >> 1], (2 * t + (b & 1)) * 4);
+        for (int a = 0; a < 4; ++a)  // -2 acc is exact, so the fused form rounds once, like a subtraction
+            approx[a][b] = __fmaf_rn(-2.0f, acc[a >> 1][b >> 1][2 * (a & 1) + (b & 1)], rows.norm2[a] + p_norm2);
+    }
+    const float r = __fadd_ru(rows.reach, __fsqrt_ru(widest));
+    const float coef = (float)(6 * ((d + 7) / 8) + d + 8) * 9.5367431640625e-07f;  // 2^-20
+    return __fadd_ru(__fmul_ru(coef, __fmul_ru(r, r)), 1e-35f);
+}
+
+// the lane's 4 row values of a group-replicated array, delivered to the lane that owns the query (query l sits in
+// row l of lanes 4 (l % 8) .. +3, as entry l / 8)
+template <typename T>
+__device__ __forceinline__ T row_to_owner(const T (&values)[4], int lane) {
+    return __shfl_sync(FULL_MASK, pick(values, lane & 3), (lane & 7) * 4 + (lane >> 3));
+}
+
+// points of the leaf within reach of lane l's own query; rows not in `wanted` may come back short
+__device__ __forceinline__ int tile_hits(const float* __restrict__ coords, i64 n, int d, const QueryRows& rows,
+                                         i64 s, i64 e, int lane, float reach2, unsigned wanted) {
+    float approx[4][8];
+    const float err = tile_sq(coords, n, d, rows, s, e, lane, approx);
+    const float surely_in = __fsub_rd(reach2, err), surely_out = __fadd_ru(reach2, err);
+    const int t = lane & 3;
+    int hits[4];
+    unsigned unsure = 0u;
+    for (int a = 0; a < 4; ++a) {
+        hits[a] = 0;
+        const bool row_wanted = (wanted >> ((lane >> 2) + 8 * a)) & 1u;
+        for (int b = 0; b < 8; ++b) {
+            const bool real = s + tile_col(b, t) < e;
+            const bool in = approx[a][b] < surely_in, out = approx[a][b] >= surely_out;  // NaN: neither
+            hits[a] += (real && in) ? 1 : 0;
+            if (row_wanted && real && !in && !out) unsure |= 1u << (8 * a + b);
+        }
+    }
+    for (int a = 0; a < 4; ++a) {  // a fixed per row (no register array indexed at run time)
+        for (unsigned row = (unsure >> (8 * a)) & 0xffu; row; row &= row - 1) {  // too near the reach: the rule decides
+            const i64 point = s + tile_col(__ffs(row) - 1, t);
+            hits[a] += sq_between(coords, n, d, point, rows.first + 8 * a) < reach2 ? 1 : 0;
+        }
+        hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 1);
+        hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 2);
+    }
+    return row_to_owner(hits, lane);
+}
+
+// the nearest denser point of the leaf for every row, merged into the group-replicated (row_d2, row_id). A point
+// is recomputed with the float32 rule only when its lower bound does not exceed the row's best so far or the
+// smallest upper bound the tile offers: usually the one point that improves the row, if any.
+__device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i64 n, int d, const QueryRows& rows,
+                                             i64 s, i64 e, int lane, const i64* __restrict__ ids,
+                                             const int* __restrict__ rank, const int (&row_rank)[4],
+                                             float (&row_d2)[4], i64 (&row_id)[4]) {
+    float approx[4][8];
+    const float err = tile_sq(coords, n, d, rows, s, e, lane, approx);
+    const int t = lane & 3;
+    int point_rank[8];
+    for (int b = 0; b < 8; ++b) point_rank[b] = s + tile_col(b, t) < e ? rank[s + tile_col(b, t)] : 0x7fffffff;
+    unsigned maybe = 0u;
+    for (int a = 0; a < 4; ++a) {
+        float limit = row_d2[a];
+        for (int b = 0; b < 8; ++b)
+            if (point_rank[b] < row_rank[a]) limit = fminf(limit, __fadd_ru(approx[a][b], err));
+        limit = fminf(limit, __shfl_xor_sync(FULL_MASK, limit, 1));
+        limit = fminf(limit, __shfl_xor_sync(FULL_MASK, limit, 2));
+        for (int b = 0; b < 8; ++b)
+            if (point_rank[b] < row_rank[a] && !(__fsub_rd(approx[a][b], err) > limit)) maybe |= 1u << (8 * a + b);
+    }
+    if (!__any_sync(FULL_MASK, maybe)) return false;
+    for (int a = 0; a < 4; ++a) {
+        float found_d2 = row_d2[a];
+        i64 found_id = row_id[a];
+        for (unsigned row = (maybe >> (8 * a)) & 0xffu; row; row &= row - 1) {
+            const i64 point = s + tile_col(__ffs(row) - 1, t);
+            const float d2 = sq_between(coords, n, d, point, rows.first + 8 * a);
+            if (nearer(d2, ids[point], found_d2, found_id)) { found_d2 = d2; found_id = ids[point]; }
+        }
+        for (int mask = 1; mask <= 2; mask <<= 1) {
+            const float other_d2 = __shfl_xor_sync(FULL_MASK, found_d2, mask);
+            const i64 other_id = __shfl_xor_sync(FULL_MASK, found_id, mask);
+            if (nearer(other_d2, other_id, found_d2, found_id)) { found_d2 = other_d2; found_id = other_id; }
+        }
+        row_d2[a] = found_d2;
+        row_id[a] = found_id;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // rho: one warp per leaf of queries (tree order, so a warp's queries are neighbours) walks the tree once.
 // Each stack entry carries the lanes still undecided about that node: every such lane tests the node's ball
 // for its own query, counts the node at once when it lies inside the reach, drops it when outside, and the
 // warp descends only while some lane is undecided. At a leaf the whole warp computes all query-point pairs as a
-// register tile, and the undecided lanes take their counts.
+// register tile (tensor-core tiles when TENSOR), and the undecided lanes take their counts.
 
-template <bool GAUSSIAN>
-__device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
+template <bool GAUSSIAN, bool TENSOR>
+__global__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
                            const float* __restrict__ center, const float* __restrict__ radius,
                            float reach2, double reach_lo, double reach_hi, double inv_dc2, double slack,
                            double* __restrict__ rho) {
@@ -260,6 +464,8 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
     double total = 0.0;
     // float bounds (every lane tests every node it reaches), so the reach is rounded outwards too
     const float reach_lo_f = __double2float_rd(reach_lo), reach_hi_f = __double2float_ru(reach_hi);
+    QueryRows rows;
+    if (TENSOR) rows = query_rows(coords, n, d, qs, w.qe, center + w.own * d, lane);
 
     i64 nodes[STACK];
     unsigned masks[STACK];
@@ -273,12 +479,16 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
         const int level = 63 - __clzll(k + 1);
         const i64 j = k - ((1LL << level) - 1);
         const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-        const BoundsF mine = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
-        const bool outside = mine.lower >= reach_hi_f;
-        const bool inside = !GAUSSIAN && mine.upper < reach_lo_f;
-        if (mine_to_decide && inside) total += (double)(e - s);
-        unsigned undecided = __ballot_sync(FULL_MASK, mine_to_decide && !outside && !inside);
-        if (!undecided) continue;
+        unsigned undecided = masks[top];
+        if (!TENSOR || level < depth) {  // with tensor tiles a leaf is scanned untested: in high d its test rarely
+                                         // decides anything and costs a good part of a tile
+            const BoundsF mine = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
+            const bool outside = mine.lower >= reach_hi_f;
+            const bool inside = !GAUSSIAN && mine.upper < reach_lo_f;
+            if (mine_to_decide && inside) total += (double)(e - s);
+            undecided = __ballot_sync(FULL_MASK, mine_to_decide && !outside && !inside);
+            if (!undecided) continue;
+        }
         if (level < depth) {
             nodes[top] = 2 * k + 1; masks[top] = undecided;
             nodes[top + 1] = 2 * k + 2; masks[top + 1] = undecided;
@@ -293,46 +503,52 @@ __device__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
                 }
             }
         } else {
-            const int hits = leaf_block_hits(coords, n, d, qs, w.qe, s, e, lane, reach2);
+            const int hits = TENSOR ? tile_hits(coords, n, d, rows, s, e, lane, reach2, undecided)
+                                    : leaf_block_hits(coords, n, d, qs, w.qe, s, e, lane, reach2);
             if ((undecided >> lane) & 1u) total += (double)hits;
         }
     }
     if (active) rho[p] = GAUSSIAN ? total : total - 1.0;  // a cut-off count includes the point itself
 }
 
-extern "C" __global__ void rho_cutoff(const float* coords, i64 n, int d, int depth, const float* center,
-                                      const float* radius, float reach2, double reach_lo, double reach_hi,
-                                      double inv_dc2, double slack, double* rho) {
-    rho_leaves<false>(coords, n, d, depth, center, radius, reach2, reach_lo, reach_hi, inv_dc2, slack, rho);
-}
-
-extern "C" __global__ void rho_gaussian(const float* coords, i64 n, int d, int depth, const float* center,
-                                        const float* radius, float reach2, double reach_lo, double reach_hi,
-                                        double inv_dc2, double slack, double* rho) {
-    rho_leaves<true>(coords, n, d, depth, center, radius, reach2, reach_lo, reach_hi, inv_dc2, slack, rho);
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // delta/parent: one warp per leaf of queries walks the tree, the child nearer to the warp's own leaf first so that
 // every lane's best shrinks early. A node is dropped for a lane when it holds nothing denser (smallest density
 // rank), or its ball lies beyond the lane's best distance, or at it with only larger ids (smallest id). Leaves
-// are searched as register tiles; a lane takes any denser point a leaf offers even when it did not need that
-// leaf, which is always right (delta is a minimum over all denser points). Ties go to the smaller id.
+// are searched as register tiles (tensor-core tiles when TENSOR); a lane takes any denser point a leaf offers even
+// when it did not need that leaf, which is always right (delta is a minimum over all denser points). Ties go to the
+// smaller id.
 
-extern "C" __global__ void delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
-                                        const i64* __restrict__ ids, const int* __restrict__ rank,
-                                        const float* __restrict__ center, const float* __restrict__ radius,
-                                        const int* __restrict__ min_rank, const unsigned* __restrict__ min_id,
-                                        double slack, float* __restrict__ delta2, i64* __restrict__ parent) {
+template <bool TENSOR>  // at most 128 registers, so two blocks share an SM (the tensor variant would take 140)
+__global__ void __launch_bounds__(256, 2)
+    delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
+                 const int* __restrict__ rank, const float* __restrict__ center, const float* __restrict__ radius,
+                 const int* __restrict__ min_rank, const unsigned* __restrict__ min_id, double slack,
+                 float* __restrict__ delta2, i64* __restrict__ parent) {
     LeafWarp w;
     if (!leaf_warp(n, depth, w)) return;
     const int lane = w.lane, group = lane >> 2;
     const i64 own = w.own, qs = w.qs, qe = w.qe, p = w.p, pq = w.pq;
     const int my_rank = w.active ? rank[p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
-    int query_rank[4];
-    for (int a = 0; a < 4; ++a) query_rank[a] = rank[min(qs + 4 * group + a, qe - 1)];
+    int query_rank[4];  // the ranks of the lane's scalar-tile queries
+    if (!TENSOR)
+        for (int a = 0; a < 4; ++a) query_rank[a] = rank[min(qs + 4 * group + a, qe - 1)];
     float best_d2 = __int_as_float(0x7f800000);  // +inf
     i64 best_id = 0x7fffffffffffffffLL;
+    // tensor tiles keep every row's best in the row's 4 lanes; the lane's own query's best follows it
+    QueryRows rows;
+    int row_rank[4];
+    float row_d2[4];
+    i64 row_id[4];
+    if (TENSOR) {
+        rows = query_rows(coords, n, d, qs, qe, center + own * d, lane);
+        for (int a = 0; a < 4; ++a) {
+            const i64 q = qs + group + 8 * a;
+            row_rank[a] = q < qe ? rank[q] : 0;  // rows past the leaf want nothing
+            row_d2[a] = best_d2;
+            row_id[a] = best_id;
+        }
+    }
 
     // each stack entry carries the lanes that may still find something in that node
     i64 nodes[STACK];
@@ -344,20 +560,39 @@ extern "C" __global__ void delta_leaves(const float* __restrict__ coords, i64 n,
         --top;
         const i64 k = nodes[top];
         const int level = 63 - __clzll(k + 1);
-        const float best = __fsqrt_ru(best_d2);  // rounded up, and the bound rounded down: a skip is always safe
-        const float lower = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack).lower;
-        const bool relevant = ((masks[top] >> lane) & 1u) && min_rank[k] < my_rank
-                              && !(lower > best || (lower >= best && (i64)min_id[k] > best_id));
+        bool relevant = ((masks[top] >> lane) & 1u) && min_rank[k] < my_rank;
+        if (!TENSOR || level < depth) {  // with tensor tiles a leaf is scanned without its ball test, as in rho
+            const float best = __fsqrt_ru(best_d2);  // rounded up, and the bound rounded down: a skip is always safe
+            const float lower = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack).lower;
+            relevant = relevant && !(lower > best || (lower >= best && (i64)min_id[k] > best_id));
+        }
         const unsigned still = __ballot_sync(FULL_MASK, relevant);
         if (!still) continue;
         if (level == depth) {
             const i64 j = k - ((1LL << level) - 1);
-            leaf_block_nearest(coords, n, d, qs, qe, seg_start(n, level, j), seg_start(n, level, j + 1), lane, ids,
-                               rank, query_rank, best_d2, best_id);
+            const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
+            if (!TENSOR) {
+                leaf_block_nearest(coords, n, d, qs, qe, s, e, lane, ids, rank, query_rank, best_d2, best_id);
+            } else if (tile_nearest(coords, n, d, rows, s, e, lane, ids, rank, row_rank, row_d2, row_id)) {
+                best_d2 = row_to_owner(row_d2, lane);
+                best_id = row_to_owner(row_id, lane);
+            }
             continue;
         }
-        i64 near = 2 * k + 1, far = 2 * k + 2;
-        if (sq_rows(center + own * d, center + far * d, d) < sq_rows(center + own * d, center + near * d, d)) { near = 2 * k + 2; far = 2 * k + 1; }
+        // the child nearer to the query leaf's centre goes on top; the lanes share the dimensions, and the xor
+        // butterfly gives every lane the same sums (each step adds the same two partial sums)
+        float to_left = 0.0f, to_right = 0.0f;
+        for (int c = lane; c < d; c += 32) {
+            const float mine = center[own * d + c];
+            const float left = center[(2 * k + 1) * d + c] - mine, right = center[(2 * k + 2) * d + c] - mine;
+            to_left += left * left;
+            to_right += right * right;
+        }
+        for (int mask = 16; mask >= 1; mask >>= 1) {
+            to_left += __shfl_xor_sync(FULL_MASK, to_left, mask);
+            to_right += __shfl_xor_sync(FULL_MASK, to_right, mask);
+        }
+        const i64 near = to_right < to_left ? 2 * k + 2 : 2 * k + 1, far = 4 * k + 3 - near;
         nodes[top] = far; masks[top] = still;
         nodes[top + 1] = near; masks[top + 1] = still;
         top += 2;

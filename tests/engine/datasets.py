@@ -21,6 +21,11 @@ def all_identical(rng, n=120, d=2):
     return np.repeat(rng.normal(size=(1, d)), n, axis=0)
 
 
+def far_from_origin(rng, n=2000, d=9):
+    # a tight cloud far out: distances from expanded norms (|q|^2 + |p|^2 - 2 q.p) would cancel catastrophically
+    return 1e4 + 1e-2 * blobs(rng, n, d)
+
+
 def line(rng, n=1200):
     return rng.exponential(size=(n, 1))
 
@@ -46,5 +51,5 @@ def collinear_ties(rng, n=300):
     return np.column_stack([np.arange(n, dtype=np.float64), np.zeros(n)])
 
 
-CASES = {f.__name__: f for f in (blobs, with_duplicates, integer_grid, all_identical, line, high_dim, uniform_deep,
-                                 two_points, three_points, collinear_ties)}  # fmt: skip
+CASES = {f.__name__: f for f in (blobs, with_duplicates, integer_grid, all_identical, far_from_origin, line, high_dim,
+                                 uniform_deep, two_points, three_points, collinear_ties)}  # fmt: skip

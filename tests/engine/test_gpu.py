@@ -38,6 +38,13 @@ def poisoned_outputs(monkeypatch):
     monkeypatch.setattr(gpu, "_output", poisoned)
 
 
+@pytest.fixture(params=["float32 tiles", "tensor tiles"])
+def leaf_tiles(request, monkeypatch):
+    """Run a test once with each kind of leaf scan serving every d (normally d picks one)."""
+    if gpu is not None:
+        monkeypatch.setattr(gpu, "TENSOR_TILE_MIN_DIMS", 10**9 if request.param == "float32 tiles" else 1)
+
+
 def both(points, **params):
     return DensityPeaks(backend="cpu", **params).fit(points), DensityPeaks(backend="gpu", **params).fit(points)
 
@@ -58,7 +65,7 @@ def assert_same_clustering(cpu_dp, gpu_dp, kernel):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
-def test_matches_cpu_and_oracle_on_random_sets(case, kernel, rng):
+def test_matches_cpu_and_oracle_on_random_sets(case, kernel, rng, leaf_tiles):
     points = CASES[case](rng)
     cpu_dp, gpu_dp = both(points, kernel=kernel)
     assert gpu_dp.dc_ == cpu_dp.dc_
@@ -70,7 +77,7 @@ def test_matches_cpu_and_oracle_on_random_sets(case, kernel, rng):
 
 @pytest.mark.parametrize("d", [1, 2, 3, 16, 57, 128])
 @pytest.mark.parametrize("n", [2, 33, 1000, 20_000])
-def test_dimensions_and_sizes(d, n, rng):
+def test_dimensions_and_sizes(d, n, rng, leaf_tiles):
     points = blobs(rng, n, d)
     points[rng.integers(0, n, n // 10)] = points[0]  # duplicates of one point
     for kernel in ["cutoff", "gaussian"]:
