@@ -203,6 +203,15 @@ __device__ __forceinline__ bool nearer(float d2, i64 id, float best_d2, i64 best
     return d2 < best_d2 || (d2 == best_d2 && id < best_id);
 }
 
+// the nearest of the (d2, id) held by the 4 lanes of a group, in all 4
+__device__ __forceinline__ void group_nearest(float& d2, i64& id) {
+    for (int mask = 1; mask <= 2; mask <<= 1) {
+        const float other_d2 = __shfl_xor_sync(FULL_MASK, d2, mask);
+        const i64 other_id = __shfl_xor_sync(FULL_MASK, id, mask);
+        if (nearer(other_d2, other_id, d2, id)) { d2 = other_d2; id = other_id; }
+    }
+}
+
 // the nearest point of the leaf denser than lane l's own query (ties by smaller id), merged into (best_d2, best_id);
 // query_rank holds the ranks of the lane's 4 tile queries
 __device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
@@ -229,11 +238,7 @@ __device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coo
                 found_d2[a] = acc[a][b];
                 found_id[a] = point_id[b];
             }
-        for (int mask = 1; mask <= 2; mask <<= 1) {
-            const float other_d2 = __shfl_xor_sync(FULL_MASK, found_d2[a], mask);
-            const i64 other_id = __shfl_xor_sync(FULL_MASK, found_id[a], mask);
-            if (nearer(other_d2, other_id, found_d2[a], found_id[a])) { found_d2[a] = other_d2; found_id[a] = other_id; }
-        }
+        group_nearest(found_d2[a], found_id[a]);
     }
     const float mine_d2 = pick(found_d2, part);
     const i64 mine_id = pick(found_id, part);
@@ -280,7 +285,6 @@ __device__ __forceinline__ float warp_max(float value) {
 struct QueryRows {
     const float* origin;
     i64 first;       // tree position of the lane's row g
-    int real;        // rows of the leaf (32 or fewer)
     float norm2[4];  // |q - origin|^2 of rows g + 8a
     float reach;     // the largest |q - origin| over the leaf, rounded up
 };
@@ -290,7 +294,6 @@ __device__ __forceinline__ QueryRows query_rows(const float* __restrict__ coords
     QueryRows rows;
     rows.origin = origin;
     rows.first = qs + (lane >> 2);
-    rows.real = (int)(qe - qs);
     for (int a = 0; a < 4; ++a) rows.norm2[a] = 0.0f;
     const float* x = coords + rows.first;
     for (int c = 0; c < d; ++c, x += n) {
@@ -302,7 +305,7 @@ __device__ __forceinline__ QueryRows query_rows(const float* __restrict__ coords
     }
     float widest = 0.0f;
     for (int a = 0; a < 4; ++a)
-        if ((lane >> 2) + 8 * a < rows.real) widest = fmaxf(widest, rows.norm2[a]);
+        if (rows.first + 8 * a < qe) widest = fmaxf(widest, rows.norm2[a]);  // rows past the leaf are not real
     rows.reach = __fsqrt_ru(warp_max(widest));
     return rows;
 }
@@ -433,11 +436,7 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
             const float d2 = sq_between(coords, n, d, point, rows.first + 8 * a);
             if (nearer(d2, ids[point], found_d2, found_id)) { found_d2 = d2; found_id = ids[point]; }
         }
-        for (int mask = 1; mask <= 2; mask <<= 1) {
-            const float other_d2 = __shfl_xor_sync(FULL_MASK, found_d2, mask);
-            const i64 other_id = __shfl_xor_sync(FULL_MASK, found_id, mask);
-            if (nearer(other_d2, other_id, found_d2, found_id)) { found_d2 = other_d2; found_id = other_id; }
-        }
+        group_nearest(found_d2, found_id);
         row_d2[a] = found_d2;
         row_id[a] = found_id;
     }
