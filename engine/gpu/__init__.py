@@ -29,8 +29,7 @@ _THREADS = 256
 # from this many dimensions on, cut-off rho and delta scan leaves on the tensor cores (3xTF32 with an exact
 # recheck near the decision); below it the float32 register tiles are faster (measured on an H100, see README)
 TENSOR_TILE_MIN_DIMS = 8
-_TEMPLATES = ["rho_leaves<false, false>", "rho_leaves<false, true>", "rho_leaves<true, false>",
-              "delta_leaves<false>", "delta_leaves<true>"]  # fmt: skip
+_TEMPLATES = ["pair_counts<false>", "pair_counts<true>", "delta_leaves<false>", "delta_leaves<true>"]
 _SYNC = os.environ.get("DPSTUDIO_GPU_SYNC") == "1"
 _I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
 
@@ -209,16 +208,24 @@ def _node_min(values_tree: cp.ndarray, depth: int) -> cp.ndarray:
 
 @_gpu_memory("computing rho")
 def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
-    gaussian = kernel == "gaussian"
-    reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
-    rho_tree = _output(tree.n_points, _F64)
-    # Gaussian rho sums exp(-d^2 / dc^2) over every pair within reach, so it keeps the float32 tiles
-    kernel_name = "rho_leaves<true, false>" if gaussian else f"rho_leaves<false, {_tensor_tiles(tree.n_dims)}>"
-    _launch(
-        kernel_name, 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
-        tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2),
-        _F64(bound_slack(tree.n_dims)), rho_tree,
-    )  # fmt: skip
+    n, d, depth = tree.n_points, tree.n_dims, tree.depth
+    slack = _F64(bound_slack(d))
+    rho_tree = _output(n, _F64)
+    if kernel == "gaussian":
+        reach2, _, reach_hi = reach_rule(gaussian_reach(dc), d)
+        _launch(
+            "gaussian_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.center, tree.cover_radius,
+            reach2, _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2), slack, rho_tree,
+        )  # fmt: skip
+    else:  # each pair counted once, for both of its points (the counters must start at zero)
+        reach2, reach_lo, reach_hi = reach_rule(dc, d)
+        count = cp.zeros(n, cp.uint32)
+        node_count = cp.zeros((2 << depth) - 1, cp.uint32)
+        _launch(
+            f"pair_counts<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.center,
+            tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), slack, count, node_count,
+        )  # fmt: skip
+        _launch("counts_to_rho", 32 << depth, _I64(n), _I32(depth), count, node_count, rho_tree)
     if progress is not None:
         progress(1.0)
     out = cp.empty_like(rho_tree)

@@ -50,11 +50,12 @@ __device__ __forceinline__ Bounds ball_bounds(float d2, float radius, double sla
 }
 
 // the same in float, for the hot loops of rho and delta: sqrt, the sum, the difference and the pad each round by at most
-// 2^-24 of s + r, so FLOAT_BOUND_SLACK (2^-21) added to the relative slack covers them
+// 2^-24 of s + r, so FLOAT_BOUND_SLACK (2^-21) added to the relative slack covers them (float_slack, once per kernel)
 #define FLOAT_BOUND_SLACK 4.76837158203125e-07f
 struct BoundsF { float lower, upper; };
-__device__ __forceinline__ BoundsF ball_bounds_f(float d2, float radius, double slack) {
-    const float s = sqrtf(d2), r = radius, pad = (s + r) * ((float)slack + FLOAT_BOUND_SLACK);
+__device__ __forceinline__ float float_slack(double slack) { return (float)slack + FLOAT_BOUND_SLACK; }
+__device__ __forceinline__ BoundsF ball_bounds_f(float d2, float radius, float slack_f) {
+    const float s = sqrtf(d2), r = radius, pad = (s + r) * slack_f;
     return {s - r - pad, s + r + pad};
 }
 
@@ -77,6 +78,54 @@ __device__ __forceinline__ bool leaf_warp(i64 n, int depth, LeafWarp& w) {
     w.active = w.leaf < n_leaves && w.p < w.qe;
     w.pq = w.active ? w.p : w.qs;
     return w.leaf < n_leaves;  // false for the whole warp at once
+}
+
+// a node on a walk's stack: its breadth-first index, its run of tree positions [start, end) (int: the GPU backend
+// holds fewer than 2^31 points) and the lanes still undecided about it; 16 bytes, so one load pops it
+struct __align__(16) Visit {
+    int node, start, end;
+    unsigned lanes;
+};
+
+__device__ __forceinline__ int node_level(int node) { return 31 - __clz(node + 1); }
+
+// pushes the two children of internal node v for `lanes`, the right child on top when `right_first`
+__device__ __forceinline__ void push_children(Visit (&stack)[STACK], int& top, const Visit& v, i64 n, unsigned lanes,
+                                              bool right_first) {
+    const int level = node_level(v.node), j = v.node - ((1 << level) - 1);
+    const int mid = (int)seg_start(n, level + 1, 2 * (i64)j + 1);
+    const Visit left{2 * v.node + 1, v.start, mid, lanes}, right{2 * v.node + 2, mid, v.end, lanes};
+    stack[top] = right_first ? left : right;
+    stack[top + 1] = right_first ? right : left;
+    top += 2;
+}
+
+// a walk tests its own query against thousands of node centres: with the scalar tiles (low d) the first SELF_DIMS
+// coordinates stay in registers (4: the dimensions past d still cost predicated instructions in every test); the
+// tensor-tile kernels (high d) are short of registers and read them all
+#define SELF_DIMS 4
+__device__ __forceinline__ void own_coords(const float* __restrict__ coords, i64 n, int d, i64 p, float (&self)[SELF_DIMS]) {
+#pragma unroll
+    for (int c = 0; c < SELF_DIMS; ++c) self[c] = c < d ? coords[c * n + p] : 0.0f;
+}
+
+// sq_to_row(coords, n, d, p, centre), bit for bit, with p's first coordinates taken from `self` unless IN_MEMORY
+template <bool IN_MEMORY>
+__device__ __forceinline__ float sq_to_centre(const float (&self)[SELF_DIMS], const float* __restrict__ coords, i64 n,
+                                             int d, i64 p, const float* __restrict__ centre) {
+    if (IN_MEMORY) return sq_to_row(coords, n, d, p, centre);
+    float acc = 0.0f;
+#pragma unroll
+    for (int c = 0; c < SELF_DIMS; ++c)
+        if (c < d) {
+            const float diff = self[c] - centre[c];
+            acc += diff * diff;
+        }
+    for (int c = SELF_DIMS; c < d; ++c) {
+        const float diff = coords[c * n + p] - centre[c];
+        acc += diff * diff;
+    }
+    return acc;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -152,28 +201,35 @@ extern "C" __global__ void node_min(const int* __restrict__ values, i64 n, int d
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// leaf blocks: the warp's 32 queries (tree positions [qs, qe)) against the points of one leaf [s, e), all
-// pairs at once as a register tile. Lane l takes queries 4(l/4) .. +3 against points 8(l%4) .. +7, so each
-// coordinate loaded serves 4 or 8 distances. Every lane must call these (they shuffle within groups of 4).
+// leaf blocks: the warp's 32 queries (tree positions qs ..) against the 32 points of a leaf from s, all pairs at
+// once as a register tile. Lane l takes queries 4(l/4) .. +3 against points 8(l%4) .. +7, so each coordinate
+// loaded serves 4 or 8 distances. Rows and columns past a leaf read the next leaf's points (the GPU tree's coords
+// carry 32 floats of slack after the last row for the last leaf): callers leave them out. Every lane must call
+// these (they shuffle within groups of 4).
 
-__device__ __forceinline__ void leaf_block_sq(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
-                                              i64 s, i64 e, int lane, float (&acc)[4][8]) {
-    const int group = lane >> 2, part = lane & 3;
-    i64 query[4], point[8];
-    for (int a = 0; a < 4; ++a) query[a] = min(qs + 4 * group + a, qe - 1);  // reads past a run repeat its last
-    for (int b = 0; b < 8; ++b) point[b] = min(s + 8 * part + b, e - 1);
+__device__ __forceinline__ void leaf_block_dim(const float* __restrict__ q, const float* __restrict__ p, float (&qv)[4],
+                                               float (&pv)[8], float (&sq)[4][8]) {
+    for (int a = 0; a < 4; ++a) qv[a] = q[a];
+    for (int b = 0; b < 8; ++b) pv[b] = p[b];
     for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 8; ++b) acc[a][b] = 0.0f;
-    for (int c = 0; c < d; ++c) {
-        const float* row = coords + (i64)c * n;
-        float qv[4], pv[8];
-        for (int a = 0; a < 4; ++a) qv[a] = row[query[a]];
-        for (int b = 0; b < 8; ++b) pv[b] = row[point[b]];
+        for (int b = 0; b < 8; ++b) {
+            const float diff = pv[b] - qv[a];  // point minus query, summed in dimension order: the float32 rule
+            sq[a][b] = diff * diff;
+        }
+}
+
+__device__ __forceinline__ void leaf_block_sq(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 s, int lane,
+                                              float (&acc)[4][8]) {
+    const float* q = coords + qs + 4 * (lane >> 2);
+    const float* p = coords + s + 8 * (lane & 3);
+    float qv[4], pv[8], sq[4][8];
+    leaf_block_dim(q, p, qv, pv, acc);  // the first dimension starts the sums (0 + x is x)
+    for (int c = 1; c < d; ++c) {
+        q += n;
+        p += n;
+        leaf_block_dim(q, p, qv, pv, sq);
         for (int a = 0; a < 4; ++a)
-            for (int b = 0; b < 8; ++b) {
-                const float diff = pv[b] - qv[a];  // point minus query, summed in dimension order: the float32 rule
-                acc[a][b] += diff * diff;
-            }
+            for (int b = 0; b < 8; ++b) acc[a][b] += sq[a][b];
     }
 }
 
@@ -183,43 +239,74 @@ __device__ __forceinline__ T pick(const T (&values)[4], int part) {
     return part == 0 ? values[0] : part == 1 ? values[1] : part == 2 ? values[2] : values[3];
 }
 
-// points of the leaf within reach of lane l's own query (query 4 * group + part = l)
-__device__ __forceinline__ int leaf_block_hits(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
-                                               i64 s, i64 e, int lane, float reach2) {
+// A tile's columns are counted too when a walk counts each pair once (see pair_counts): lane (g, t) sums its 4
+// rows into 8 byte-sized column counters (at most 4 each), and this adds them up over the 8 groups g and gives
+// lane (g, t) the total of its counter g: at most 32, so bytes never carry.
+__device__ __forceinline__ int column_total(unsigned low, unsigned high, int lane) {
+    for (int mask = 4; mask <= 16; mask <<= 1) {
+        low += __shfl_xor_sync(FULL_MASK, low, mask);
+        high += __shfl_xor_sync(FULL_MASK, high, mask);
+    }
+    const int g = lane >> 2;
+    return ((g < 4 ? low : high) >> (8 * (g & 3))) & 0xff;
+}
+
+// adds one row's hits (bit b: column b) to the byte counters of columns 0-3 (low) and 4-7 (high); x * 0x204081
+// copies bit i of a 4-bit x to bits i + 7j (j < 4) without carries, and the mask keeps bit 8i
+__device__ __forceinline__ void add_columns(unsigned within, unsigned& low, unsigned& high) {
+    low += ((within & 0xfu) * 0x204081u) & 0x01010101u;
+    high += ((within >> 4) * 0x204081u) & 0x01010101u;
+}
+
+// the leaf point whose column total a lane holds after leaf_block_hits (counter g of lane (g, t) is point 8 t + g)
+__device__ __forceinline__ int block_column(int lane) { return 8 * (lane & 3) + (lane >> 2); }
+
+// points of the leaf [s, e) within reach of lane l's own query (query 4 * group + part = l); `column` gets the number
+// of `wanted` queries within reach of point block_column(l)
+__device__ __forceinline__ int leaf_block_hits(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 s, i64 e,
+                                               int lane, float reach2, unsigned wanted, int& column) {
     float acc[4][8];
-    leaf_block_sq(coords, n, d, qs, qe, s, e, lane, acc);
-    const int part = lane & 3;
+    leaf_block_sq(coords, n, d, qs, s, lane, acc);
+    const int group = lane >> 2, part = lane & 3;
+    const int size = (int)(e - s);
+    float limit[8];  // squared distances are never below 0, so points past the leaf never count
+    for (int b = 0; b < 8; ++b) limit[b] = 8 * part + b < size ? reach2 : 0.0f;
     int hits[4];
+    unsigned low = 0u, high = 0u;
     for (int a = 0; a < 4; ++a) {
-        hits[a] = 0;
-        for (int b = 0; b < 8; ++b) hits[a] += (s + 8 * part + b < e && acc[a][b] < reach2) ? 1 : 0;
+        unsigned within = 0u;  // bit b: point 8 part + b within reach of query 4 group + a
+        for (int b = 0; b < 8; ++b)
+            if (acc[a][b] < limit[b]) within |= 1u << b;
+        hits[a] = __popc(within);
+        if ((wanted >> (4 * group + a)) & 1u) add_columns(within, low, high);
         hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 1);  // the 4 lanes of a group hold 8 points each
         hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 2);
     }
+    column = column_total(low, high, lane);
     return pick(hits, part);
 }
 
-__device__ __forceinline__ bool nearer(float d2, i64 id, float best_d2, i64 best_id) {
-    return d2 < best_d2 || (d2 == best_d2 && id < best_id);
+// a candidate for delta/parent as one 64-bit key, squared distance bits over original id: non-negative floats order
+// as their bits, so the smallest key is the nearest point, ties going to the smaller id (ids are below 2^31)
+typedef unsigned long long Key;
+#define NO_KEY 0x7f800000ffffffffULL  // +inf, past every id: nothing found yet
+__device__ __forceinline__ Key nearest_key(float d2, i64 id) { return ((Key)__float_as_uint(d2) << 32) | (Key)id; }
+__device__ __forceinline__ float key_d2(Key key) { return __uint_as_float((unsigned)(key >> 32)); }
+__device__ __forceinline__ i64 key_id(Key key) { return (i64)(key & 0xffffffffu); }
+
+// the smallest of the keys held by the 4 lanes of a group, in all 4
+__device__ __forceinline__ Key group_nearest(Key key) {
+    for (int mask = 1; mask <= 2; mask <<= 1) key = min(key, __shfl_xor_sync(FULL_MASK, key, mask));
+    return key;
 }
 
-// the nearest of the (d2, id) held by the 4 lanes of a group, in all 4
-__device__ __forceinline__ void group_nearest(float& d2, i64& id) {
-    for (int mask = 1; mask <= 2; mask <<= 1) {
-        const float other_d2 = __shfl_xor_sync(FULL_MASK, d2, mask);
-        const i64 other_id = __shfl_xor_sync(FULL_MASK, id, mask);
-        if (nearer(other_d2, other_id, d2, id)) { d2 = other_d2; id = other_id; }
-    }
-}
-
-// the nearest point of the leaf denser than lane l's own query (ties by smaller id), merged into (best_d2, best_id);
-// query_rank holds the ranks of the lane's 4 tile queries
-__device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 qe,
-                                                   i64 s, i64 e, int lane, const i64* __restrict__ ids,
-                                                   const int* __restrict__ rank, const int (&query_rank)[4],
-                                                   float& best_d2, i64& best_id) {
+// the nearest point of the leaf denser than lane l's own query, merged into `best`; query_rank holds the ranks of the
+// lane's 4 tile queries (0 past the query leaf: such rows want nothing)
+__device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coords, i64 n, int d, i64 qs, i64 s,
+                                                   i64 e, int lane, const i64* __restrict__ ids,
+                                                   const int* __restrict__ rank, const int (&query_rank)[4], Key& best) {
     float acc[4][8];
-    leaf_block_sq(coords, n, d, qs, qe, s, e, lane, acc);
+    leaf_block_sq(coords, n, d, qs, s, lane, acc);
     const int part = lane & 3;
     int point_rank[8];
     i64 point_id[8];
@@ -228,21 +315,14 @@ __device__ __forceinline__ void leaf_block_nearest(const float* __restrict__ coo
         point_rank[b] = t < e ? rank[t] : 0x7fffffff;  // past the leaf: denser than nothing
         point_id[b] = t < e ? ids[t] : 0;
     }
-    float found_d2[4];
-    i64 found_id[4];
+    Key found[4];
     for (int a = 0; a < 4; ++a) {
-        found_d2[a] = __int_as_float(0x7f800000);  // +inf
-        found_id[a] = 0x7fffffffffffffffLL;
+        found[a] = NO_KEY;
         for (int b = 0; b < 8; ++b)
-            if (point_rank[b] < query_rank[a] && nearer(acc[a][b], point_id[b], found_d2[a], found_id[a])) {
-                found_d2[a] = acc[a][b];
-                found_id[a] = point_id[b];
-            }
-        group_nearest(found_d2[a], found_id[a]);
+            if (point_rank[b] < query_rank[a]) found[a] = min(found[a], nearest_key(acc[a][b], point_id[b]));
+        found[a] = group_nearest(found[a]);
     }
-    const float mine_d2 = pick(found_d2, part);
-    const i64 mine_id = pick(found_id, part);
-    if (nearer(mine_d2, mine_id, best_d2, best_id)) { best_d2 = mine_d2; best_id = mine_id; }
+    best = min(best, pick(found, part));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -375,43 +455,46 @@ __device__ __forceinline__ T row_to_owner(const T (&values)[4], int lane) {
     return __shfl_sync(FULL_MASK, pick(values, lane & 3), (lane & 7) * 4 + (lane >> 3));
 }
 
-// points of the leaf within reach of lane l's own query; rows not in `wanted` may come back short
+// points of the leaf within reach of lane l's own query, and in `column` the number of `wanted` queries within reach
+// of point tile_col(g, t) of lane (g, t), as leaf_block_hits; rows not in `wanted` may come back short
 __device__ __forceinline__ int tile_hits(const float* __restrict__ coords, i64 n, int d, const QueryRows& rows,
-                                         i64 s, i64 e, int lane, float reach2, unsigned wanted) {
+                                         i64 s, i64 e, int lane, float reach2, unsigned wanted, int& column) {
     float approx[4][8];
     const float err = tile_sq(coords, n, d, rows, s, e, lane, approx);
     const float surely_in = __fsub_rd(reach2, err), surely_out = __fadd_ru(reach2, err);
     const int t = lane & 3;
     int hits[4];
-    unsigned unsure = 0u;
+    unsigned low = 0u, high = 0u;
     for (int a = 0; a < 4; ++a) {
-        hits[a] = 0;
         const bool row_wanted = (wanted >> ((lane >> 2) + 8 * a)) & 1u;
+        unsigned within = 0u, unsure = 0u;  // bit b: point tile_col(b, t) of row g + 8a
         for (int b = 0; b < 8; ++b) {
             const bool real = s + tile_col(b, t) < e;
             const bool in = approx[a][b] < surely_in, out = approx[a][b] >= surely_out;  // NaN: neither
-            hits[a] += (real && in) ? 1 : 0;
-            if (row_wanted && real && !in && !out) unsure |= 1u << (8 * a + b);
+            if (real && in) within |= 1u << b;
+            if (real && !in && !out) unsure |= 1u << b;
         }
-    }
-    for (int a = 0; a < 4; ++a) {  // a fixed per row (no register array indexed at run time)
-        for (unsigned row = (unsure >> (8 * a)) & 0xffu; row; row &= row - 1) {  // too near the reach: the rule decides
-            const i64 point = s + tile_col(__ffs(row) - 1, t);
-            hits[a] += sq_between(coords, n, d, point, rows.first + 8 * a) < reach2 ? 1 : 0;
+        if (!row_wanted) unsure = 0u;
+        for (; unsure; unsure &= unsure - 1) {  // too near the reach: the rule decides
+            const int b = __ffs(unsure) - 1;
+            if (sq_between(coords, n, d, s + tile_col(b, t), rows.first + 8 * a) < reach2) within |= 1u << b;
         }
+        hits[a] = __popc(within);
+        if (row_wanted) add_columns(within, low, high);
         hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 1);
         hits[a] += __shfl_xor_sync(FULL_MASK, hits[a], 2);
     }
+    column = column_total(low, high, lane);
     return row_to_owner(hits, lane);
 }
 
-// the nearest denser point of the leaf for every row, merged into the group-replicated (row_d2, row_id). A point
-// is recomputed with the float32 rule only when its lower bound does not exceed the row's best so far or the
-// smallest upper bound the tile offers: usually the one point that improves the row, if any.
+// the nearest denser point of the leaf for every row, merged into the group-replicated row_best. A point is
+// recomputed with the float32 rule only when its lower bound does not exceed the row's best so far or the smallest
+// upper bound the tile offers: usually the one point that improves the row, if any.
 __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i64 n, int d, const QueryRows& rows,
                                              i64 s, i64 e, int lane, const i64* __restrict__ ids,
                                              const int* __restrict__ rank, const int (&row_rank)[4],
-                                             float (&row_d2)[4], i64 (&row_id)[4]) {
+                                             Key (&row_best)[4]) {
     float approx[4][8];
     const float err = tile_sq(coords, n, d, rows, s, e, lane, approx);
     const int t = lane & 3;
@@ -419,7 +502,7 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
     for (int b = 0; b < 8; ++b) point_rank[b] = s + tile_col(b, t) < e ? rank[s + tile_col(b, t)] : 0x7fffffff;
     unsigned maybe = 0u;
     for (int a = 0; a < 4; ++a) {
-        float limit = row_d2[a];
+        float limit = key_d2(row_best[a]);
         for (int b = 0; b < 8; ++b)
             if (point_rank[b] < row_rank[a]) limit = fminf(limit, __fadd_ru(approx[a][b], err));
         limit = fminf(limit, __shfl_xor_sync(FULL_MASK, limit, 1));
@@ -429,85 +512,131 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
     }
     if (!__any_sync(FULL_MASK, maybe)) return false;
     for (int a = 0; a < 4; ++a) {
-        float found_d2 = row_d2[a];
-        i64 found_id = row_id[a];
+        Key found = row_best[a];
         for (unsigned row = (maybe >> (8 * a)) & 0xffu; row; row &= row - 1) {
             const i64 point = s + tile_col(__ffs(row) - 1, t);
-            const float d2 = sq_between(coords, n, d, point, rows.first + 8 * a);
-            if (nearer(d2, ids[point], found_d2, found_id)) { found_d2 = d2; found_id = ids[point]; }
+            found = min(found, nearest_key(sq_between(coords, n, d, point, rows.first + 8 * a), ids[point]));
         }
-        group_nearest(found_d2, found_id);
-        row_d2[a] = found_d2;
-        row_id[a] = found_id;
+        row_best[a] = group_nearest(found);
     }
     return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// rho: one warp per leaf of queries (tree order, so a warp's queries are neighbours) walks the tree once.
-// Each stack entry carries the lanes still undecided about that node: every such lane tests the node's ball
-// for its own query, counts the node at once when it lies inside the reach, drops it when outside, and the
-// warp descends only while some lane is undecided. At a leaf the whole warp computes all query-point pairs as a
-// register tile (tensor-core tiles when TENSOR), and the undecided lanes take their counts.
+// rho: one warp per leaf of queries (tree order, so a warp's queries are neighbours) walks the tree once. Each
+// stack entry carries the lanes still undecided about that node: every such lane tests the node's ball for its
+// own query, drops it when outside the reach, counts it at once when inside (cut-off rho), and the warp descends
+// only while some lane is undecided.
 
-template <bool GAUSSIAN, bool TENSOR>
-__global__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int depth,
-                           const float* __restrict__ center, const float* __restrict__ radius,
-                           float reach2, double reach_lo, double reach_hi, double inv_dc2, double slack,
-                           double* __restrict__ rho) {
+// Register caps (measured on an H100): the scalar-tile kernels run faster as four blocks per SM (64 registers;
+// delta spills a few) than as two or three; the tensor-tile kernels keep two (128 registers instead of about 140).
+#define LEAF_KERNEL_BOUNDS __launch_bounds__(256, TENSOR ? 2 : 4)
+
+// Cut-off rho counts each unordered pair once: the warp of leaf A walks only the nodes after A in tree order
+// (those before it counted their pairs with A themselves) and the nodes holding A, and every decision serves
+// both sides. A lane that finds a node inside its reach counts the node's points and adds itself to the node's
+// tally, which each of the node's points takes at the end (counts_to_rho); a leaf tile gives the undecided lanes
+// their rows and the leaf's points their columns. The pair counts are the same as every point counting all of
+// its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
+template <bool TENSOR>
+__global__ void LEAF_KERNEL_BOUNDS
+    pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const float* __restrict__ center,
+                const float* __restrict__ radius, float reach2, double reach_lo, double reach_hi, double slack,
+                unsigned* __restrict__ count, unsigned* __restrict__ node_count) {
     LeafWarp w;
     if (!leaf_warp(n, depth, w)) return;
     const int lane = w.lane;
-    const i64 qs = w.qs, p = w.p, pq = w.pq;
-    const bool active = w.active;
-    double total = 0.0;
     // float bounds (every lane tests every node it reaches), so the reach is rounded outwards too
     const float reach_lo_f = __double2float_rd(reach_lo), reach_hi_f = __double2float_ru(reach_hi);
+    const float slack_f = float_slack(slack);
+    float self[SELF_DIMS];
+    if (!TENSOR) own_coords(coords, n, d, w.pq, self);
     QueryRows rows;
-    if (TENSOR) rows = query_rows(coords, n, d, qs, w.qe, center + w.own * d, lane);
+    if (TENSOR) rows = query_rows(coords, n, d, w.qs, w.qe, center + w.own * d, lane);
+    int total = 0;
 
-    i64 nodes[STACK];
-    unsigned masks[STACK];
-    nodes[0] = 0;
-    masks[0] = __ballot_sync(FULL_MASK, active);
+    Visit stack[STACK];
+    stack[0] = {0, 0, (int)n, __ballot_sync(FULL_MASK, w.active)};
     int top = 1;
     while (top > 0) {
-        --top;
-        const i64 k = nodes[top];
-        const bool mine_to_decide = (masks[top] >> lane) & 1u;
-        const int level = 63 - __clzll(k + 1);
-        const i64 j = k - ((1LL << level) - 1);
-        const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-        unsigned undecided = masks[top];
-        if (!TENSOR || level < depth) {  // with tensor tiles a leaf is scanned untested: in high d its test rarely
-                                         // decides anything and costs a good part of a tile
-            const BoundsF mine = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack);
-            const bool outside = mine.lower >= reach_hi_f;
-            const bool inside = !GAUSSIAN && mine.upper < reach_lo_f;
-            if (mine_to_decide && inside) total += (double)(e - s);
-            undecided = __ballot_sync(FULL_MASK, mine_to_decide && !outside && !inside);
+        const Visit v = stack[--top];
+        if (v.end <= w.qs) continue;  // before the own leaf
+        const bool after = v.start >= w.qe;  // else the node holds the own leaf: split it untested
+        const int level = node_level(v.node);
+        unsigned undecided = v.lanes;
+        if (after && (!TENSOR || level < depth)) {  // with tensor tiles a leaf is scanned untested: in high d its
+                                                   // test rarely decides anything and costs a good part of a tile
+            const bool mine = (v.lanes >> lane) & 1u;
+            const BoundsF b = ball_bounds_f(sq_to_centre<TENSOR>(self, coords, n, d, w.pq, center + (i64)v.node * d),
+                                            radius[v.node], slack_f);
+            const bool inside = mine && b.upper < reach_lo_f;
+            if (inside) total += v.end - v.start;
+            const unsigned inside_lanes = __ballot_sync(FULL_MASK, inside);
+            if (inside_lanes && lane == 0) atomicAdd(node_count + v.node, (unsigned)__popc(inside_lanes));
+            undecided = __ballot_sync(FULL_MASK, mine && !inside && !(b.lower >= reach_hi_f));
             if (!undecided) continue;
         }
         if (level < depth) {
-            nodes[top] = 2 * k + 1; masks[top] = undecided;
-            nodes[top + 1] = 2 * k + 2; masks[top + 1] = undecided;
-            top += 2;
+            push_children(stack, top, v, n, undecided, false);
             continue;
         }
-        if (GAUSSIAN) {
-            if ((undecided >> lane) & 1u) {
-                for (i64 t = s; t < e; ++t) {
-                    float d2 = sq_between(coords, n, d, t, p);
-                    if (d2 < reach2 && t != p) total += exp(-(double)d2 * inv_dc2);
-                }
-            }
-        } else {
-            const int hits = TENSOR ? tile_hits(coords, n, d, rows, s, e, lane, reach2, undecided)
-                                    : leaf_block_hits(coords, n, d, qs, w.qe, s, e, lane, reach2);
-            if ((undecided >> lane) & 1u) total += (double)hits;
-        }
+        int column;  // the own leaf's columns are its own rows: only an after leaf takes them
+        const int hits = TENSOR ? tile_hits(coords, n, d, rows, v.start, v.end, lane, reach2, undecided, column)
+                                : leaf_block_hits(coords, n, d, w.qs, v.start, v.end, lane, reach2, undecided, column);
+        if ((undecided >> lane) & 1u) total += hits;
+        if (after && column > 0)
+            atomicAdd(count + v.start + (TENSOR ? tile_col(lane >> 2, lane & 3) : block_column(lane)), (unsigned)column);
     }
-    if (active) rho[p] = GAUSSIAN ? total : total - 1.0;  // a cut-off count includes the point itself
+    if (w.active) atomicAdd(count + w.p, (unsigned)total);
+}
+
+// cut-off rho from pair_counts: a point's own count plus the tallies of every node holding it, less itself
+extern "C" __global__ void counts_to_rho(i64 n, int depth, const unsigned* __restrict__ count,
+                                         const unsigned* __restrict__ node_count, double* __restrict__ rho) {
+    LeafWarp w;
+    if (!leaf_warp(n, depth, w)) return;
+    unsigned total = w.active ? count[w.p] : 0u;
+    for (i64 k = w.own; k > 0; k = (k - 1) >> 1) total += node_count[k];
+    total += node_count[0];
+    if (w.active) rho[w.p] = (double)total - 1.0;
+}
+
+// Gaussian rho sums exp(-d^2 / dc^2) over every pair within reach, so it needs each pair's distance and decides
+// no node as inside; every point sums its own pairs, in tree order as on the CPU
+extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n, int d, int depth,
+                                        const float* __restrict__ center, const float* __restrict__ radius,
+                                        float reach2, double reach_hi, double inv_dc2, double slack,
+                                        double* __restrict__ rho) {
+    LeafWarp w;
+    if (!leaf_warp(n, depth, w)) return;
+    const int lane = w.lane;
+    const float reach_hi_f = __double2float_ru(reach_hi), slack_f = float_slack(slack);
+    float self[SELF_DIMS];
+    own_coords(coords, n, d, w.pq, self);
+    double total = 0.0;
+
+    Visit stack[STACK];
+    stack[0] = {0, 0, (int)n, __ballot_sync(FULL_MASK, w.active)};
+    int top = 1;
+    while (top > 0) {
+        const Visit v = stack[--top];
+        const bool mine = (v.lanes >> lane) & 1u;
+        const float lower = ball_bounds_f(sq_to_centre<false>(self, coords, n, d, w.pq, center + (i64)v.node * d),
+                                          radius[v.node], slack_f).lower;
+        const bool near = mine && !(lower >= reach_hi_f);
+        const unsigned undecided = __ballot_sync(FULL_MASK, near);
+        if (!undecided) continue;
+        if (node_level(v.node) < depth) {
+            push_children(stack, top, v, n, undecided, false);
+            continue;
+        }
+        if (near)
+            for (i64 t = v.start; t < v.end; ++t) {
+                const float d2 = sq_between(coords, n, d, t, w.p);
+                if (d2 < reach2 && t != w.p) total += exp(-(double)d2 * inv_dc2);
+            }
+    }
+    if (w.active) rho[w.p] = total;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -518,8 +647,8 @@ __global__ void rho_leaves(const float* __restrict__ coords, i64 n, int d, int d
 // when it did not need that leaf, which is always right (delta is a minimum over all denser points). Ties go to the
 // smaller id.
 
-template <bool TENSOR>  // at most 128 registers, so two blocks share an SM (the tensor variant would take 140)
-__global__ void __launch_bounds__(256, 2)
+template <bool TENSOR>
+__global__ void LEAF_KERNEL_BOUNDS
     delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
                  const int* __restrict__ rank, const float* __restrict__ center, const float* __restrict__ radius,
                  const int* __restrict__ min_rank, const unsigned* __restrict__ min_id, double slack,
@@ -527,78 +656,70 @@ __global__ void __launch_bounds__(256, 2)
     LeafWarp w;
     if (!leaf_warp(n, depth, w)) return;
     const int lane = w.lane, group = lane >> 2;
-    const i64 own = w.own, qs = w.qs, qe = w.qe, p = w.p, pq = w.pq;
-    const int my_rank = w.active ? rank[p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
+    const i64 own = w.own, qs = w.qs, qe = w.qe;
+    const int my_rank = w.active ? rank[w.p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
+    const float slack_f = float_slack(slack);
+    float self[SELF_DIMS];
+    if (!TENSOR) own_coords(coords, n, d, w.pq, self);
     int query_rank[4];  // the ranks of the lane's scalar-tile queries
     if (!TENSOR)
-        for (int a = 0; a < 4; ++a) query_rank[a] = rank[min(qs + 4 * group + a, qe - 1)];
-    float best_d2 = __int_as_float(0x7f800000);  // +inf
-    i64 best_id = 0x7fffffffffffffffLL;
+        for (int a = 0; a < 4; ++a) query_rank[a] = qs + 4 * group + a < qe ? rank[qs + 4 * group + a] : 0;
+    Key best_key = NO_KEY;
+    float best = key_d2(best_key);  // its distance, rounded up against the bounds rounded down: a skip is always safe
     // tensor tiles keep every row's best in the row's 4 lanes; the lane's own query's best follows it
     QueryRows rows;
     int row_rank[4];
-    float row_d2[4];
-    i64 row_id[4];
+    Key row_best[4];
     if (TENSOR) {
         rows = query_rows(coords, n, d, qs, qe, center + own * d, lane);
         for (int a = 0; a < 4; ++a) {
             const i64 q = qs + group + 8 * a;
             row_rank[a] = q < qe ? rank[q] : 0;  // rows past the leaf want nothing
-            row_d2[a] = best_d2;
-            row_id[a] = best_id;
+            row_best[a] = NO_KEY;
         }
     }
 
     // each stack entry carries the lanes that may still find something in that node
-    i64 nodes[STACK];
-    unsigned masks[STACK];
-    nodes[0] = 0;
-    masks[0] = __ballot_sync(FULL_MASK, my_rank > 0);
+    Visit stack[STACK];
+    stack[0] = {0, 0, (int)n, __ballot_sync(FULL_MASK, my_rank > 0)};
     int top = 1;
     while (top > 0) {
-        --top;
-        const i64 k = nodes[top];
-        const int level = 63 - __clzll(k + 1);
-        bool relevant = ((masks[top] >> lane) & 1u) && min_rank[k] < my_rank;
+        const Visit v = stack[--top];
+        const int level = node_level(v.node);
+        bool relevant = ((v.lanes >> lane) & 1u) && min_rank[v.node] < my_rank;
         if (!TENSOR || level < depth) {  // with tensor tiles a leaf is scanned without its ball test, as in rho
-            const float best = __fsqrt_ru(best_d2);  // rounded up, and the bound rounded down: a skip is always safe
-            const float lower = ball_bounds_f(sq_to_row(coords, n, d, pq, center + k * d), radius[k], slack).lower;
-            relevant = relevant && !(lower > best || (lower >= best && (i64)min_id[k] > best_id));
+            const float lower = ball_bounds_f(sq_to_centre<TENSOR>(self, coords, n, d, w.pq, center + (i64)v.node * d),
+                                              radius[v.node], slack_f).lower;
+            relevant = relevant && !(lower > best || (lower >= best && (i64)min_id[v.node] > key_id(best_key)));
         }
         const unsigned still = __ballot_sync(FULL_MASK, relevant);
         if (!still) continue;
         if (level == depth) {
-            const i64 j = k - ((1LL << level) - 1);
-            const i64 s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
-            if (!TENSOR) {
-                leaf_block_nearest(coords, n, d, qs, qe, s, e, lane, ids, rank, query_rank, best_d2, best_id);
-            } else if (tile_nearest(coords, n, d, rows, s, e, lane, ids, rank, row_rank, row_d2, row_id)) {
-                best_d2 = row_to_owner(row_d2, lane);
-                best_id = row_to_owner(row_id, lane);
-            }
+            if (!TENSOR) leaf_block_nearest(coords, n, d, qs, v.start, v.end, lane, ids, rank, query_rank, best_key);
+            else if (tile_nearest(coords, n, d, rows, v.start, v.end, lane, ids, rank, row_rank, row_best))
+                best_key = row_to_owner(row_best, lane);
+            best = __fsqrt_ru(key_d2(best_key));
             continue;
         }
         // the child nearer to the query leaf's centre goes on top; the lanes share the dimensions, and the xor
         // butterfly gives every lane the same sums (each step adds the same two partial sums)
+        const i64 left = 2 * (i64)v.node + 1;
         float to_left = 0.0f, to_right = 0.0f;
         for (int c = lane; c < d; c += 32) {
             const float mine = center[own * d + c];
-            const float left = center[(2 * k + 1) * d + c] - mine, right = center[(2 * k + 2) * d + c] - mine;
-            to_left += left * left;
-            to_right += right * right;
+            const float l = center[left * d + c] - mine, r = center[(left + 1) * d + c] - mine;
+            to_left += l * l;
+            to_right += r * r;
         }
         for (int mask = 16; mask >= 1; mask >>= 1) {
             to_left += __shfl_xor_sync(FULL_MASK, to_left, mask);
             to_right += __shfl_xor_sync(FULL_MASK, to_right, mask);
         }
-        const i64 near = to_right < to_left ? 2 * k + 2 : 2 * k + 1, far = 4 * k + 3 - near;
-        nodes[top] = far; masks[top] = still;
-        nodes[top + 1] = near; masks[top + 1] = still;
-        top += 2;
+        push_children(stack, top, v, n, still, to_right < to_left);
     }
     if (w.active && my_rank > 0) {
-        delta2[p] = best_d2;
-        parent[p] = best_id;
+        delta2[w.p] = key_d2(best_key);
+        parent[w.p] = key_id(best_key);
     }
 }
 
@@ -637,30 +758,25 @@ extern "C" __global__ void border_rho(const float* __restrict__ coords, i64 n, i
     const double own_pad = (double)radius[own] * (1.0 + slack);
     double best = -1.0 / 0.0;
 
-    i64 nodes[STACK];
-    int levels[STACK];
+    Visit stack[STACK];
+    stack[0] = {0, 0, (int)n, 0u};  // every lane walks every node: no lane masks
     int top = 1;
-    nodes[0] = 0; levels[0] = 0;
     while (top > 0) {
-        --top;
-        const i64 k = nodes[top];
-        const int level = levels[top];
+        const Visit v = stack[--top];
+        const i64 k = v.node;
         const bool useful = active && node_label[k] != my_label && node_max_rho[k] > best;
         if (!__any_sync(FULL_MASK, useful)) continue;
         Bounds b = ball_bounds(sq_rows(center + own * d, center + k * d, d), radius[k], slack);
         if (b.lower - own_pad >= dc_hi) continue;
-        const i64 j = k - ((1LL << level) - 1);
-        if (level < depth) {
-            nodes[top] = 2 * k + 1; levels[top] = level + 1;
-            nodes[top + 1] = 2 * k + 2; levels[top + 1] = level + 1;
-            top += 2;
+        if (node_level(v.node) < depth) {
+            push_children(stack, top, v, n, 0u, false);
             continue;
         }
         if (!useful) continue;
         Bounds mine = ball_bounds(sq_to_row(coords, n, d, p, center + k * d), radius[k], slack);
         if (mine.lower >= dc_hi) continue;
         if (mine.upper < dc_lo && node_label[k] >= 0) { best = node_max_rho[k]; continue; }
-        for (i64 t = seg_start(n, level, j), e = seg_start(n, level, j + 1); t < e; ++t)
+        for (i64 t = v.start; t < v.end; ++t)
             if (labels[t] != my_label && rho[t] > best && sq_between(coords, n, d, t, p) < dc2) best = rho[t];
     }
     if (active) pair_rho[p] = (rho[p] + best) / 2.0;
