@@ -73,3 +73,72 @@ def halo(sq: np.ndarray, rho_values: np.ndarray, label: np.ndarray, dc: float) -
         if across.any():
             border[label[i]] = max(border[label[i]], ((rho_values[i] + rho_values[across]) / 2).max())
     return rho_values < border[label]
+
+
+# --- DBSCAN family ------------------------------------------------------------------------------------------
+
+
+def knn(sq: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest other points of every point (a duplicate is another point), nearest first, ties by smaller
+    index; rows shorter than k (N - 1 < k) end in -1 / inf."""
+    n = sq.shape[0]
+    ids = np.full((n, k), -1, np.int64)
+    dists = np.full((n, k), np.inf, np.float32)
+    for i in range(n):
+        others = np.array([j for j in range(n) if j != i], np.int64)
+        ranked = others[np.lexsort((others, sq[i, others]))][:k]
+        ids[i, : ranked.size], dists[i, : ranked.size] = ranked, sq[i, ranked]
+    return ids, dists
+
+
+def core_sq(sq: np.ndarray, min_samples: int) -> np.ndarray:
+    """Squared core distance: to the min_samples-th nearest point, the point itself counted (inf: too few points)."""
+    if min_samples == 1:
+        return np.zeros(sq.shape[0], np.float32)
+    return knn(sq, min_samples - 1)[1][:, -1]
+
+
+def mst(sq: np.ndarray, core: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prim's algorithm on mutual reachability, every edge keyed by (w2, smaller id, larger id): the unique
+    minimum spanning tree under that total order, as (u, v, w2) with u < v, sorted by key."""
+    n = sq.shape[0]
+    mr = np.maximum(np.maximum(core[:, None], core[None, :]), sq)
+    in_tree = np.zeros(n, bool)
+    best = {j: (np.inf, -1, -1) for j in range(n)}
+    best[0] = (-1.0, -1, -1)
+    edges = []
+    for _ in range(n):
+        j = min((key, j) for j, key in best.items())[1]
+        key = best.pop(j)
+        in_tree[j] = True
+        if key[1] >= 0:
+            edges.append(key)
+        for t in best:
+            candidate = (float(mr[j, t]), min(j, t), max(j, t))
+            best[t] = min(best[t], candidate)
+    edges.sort()
+    w2, u, v = (np.array(column) for column in zip(*edges)) if edges else (np.empty(0),) * 3
+    return u.astype(np.int64), v.astype(np.int64), w2.astype(np.float32)
+
+
+def dbscan(sq: np.ndarray, eps: float, min_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's DBSCAN, written out: neighbours by the float32 rule d2 <= float32(eps^2), the point itself
+    counted; clusters grown depth-first from cores in index order. (labels, core mask)."""
+    eps2 = np.float32(np.float64(eps) ** 2)
+    neighbours = [np.flatnonzero(row <= eps2) for row in sq]
+    core = np.array([len(nb) >= min_samples for nb in neighbours])
+    labels = np.full(sq.shape[0], -1, np.int64)
+    label = 0
+    for i in range(sq.shape[0]):
+        if labels[i] != -1 or not core[i]:
+            continue
+        stack = [i]
+        while stack:
+            p = stack.pop()
+            if labels[p] != -1:
+                continue
+            labels[p] = label
+            if core[p]:
+                stack.extend(q for q in neighbours[p] if labels[q] == -1)
+        label += 1
+    return labels, core
