@@ -171,7 +171,8 @@ class IndexedPoints:
             ids, sq = self.neighbours(max(min_samples - 1, 1), progress, timings)
             core_sq = xp.zeros(self.n_points, xp.float32) if min_samples == 1 else xp.ascontiguousarray(sq[:, min_samples - 2])
             started = time.perf_counter()
-            u, v, w2 = (backend.to_numpy(a) for a in backend.mst(self.index, core_sq, progress=_phase(progress, "mst")))
+            edges = backend.mst(self.index, core_sq, neighbours=self._neighbours, progress=_phase(progress, "mst"))
+            u, v, w2 = (backend.to_numpy(a) for a in edges)
             chain, gap = single_linkage_chain(u, v, w2, self.n_points)
             _record(timings, "mst", time.perf_counter() - started)
             tree = SpanningTree(min_samples, core_sq, xp.ascontiguousarray(ids), xp.ascontiguousarray(sq), u, v, w2,

@@ -12,8 +12,9 @@ point's search starts from the best edge in its neighbour list and prunes a node
   far for the query's whole component (shared by its points; a stale read only prunes less), or cannot beat the
   query's own best key.
 
-A point whose own core distance already exceeds its component's bound is skipped, so interior points of large
-components and noise cost almost nothing in later rounds.
+A point skips the walk when no point outside its neighbour list can help: every such point is at least as far as
+the list's last entry, so its edge weighs at least max(cd(p), that distance); when this exceeds the point's best edge
+or its component's bound, the list has decided. Interior points of large components and noise cost almost nothing.
 """
 
 from __future__ import annotations
@@ -102,7 +103,9 @@ def _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _search_all(coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t):
+def _search_all(coords, ids, comp, core, beyond_list, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t):
+    """Walk the tree for every point whose neighbour list leaves the answer open: ``beyond_list`` is the least w2
+    any point outside the list can have (strictly more decides; an equal w2 may still win on the ids)."""
     n = coords.shape[1]
     for b in nb.prange((n + BLOCK - 1) // BLOCK):
         nodes = np.empty(STACK, np.int64)
@@ -110,7 +113,7 @@ def _search_all(coords, ids, comp, core, center, radius, min_id, node_comp, node
         lowers = np.empty(STACK, np.float64)
         sq = np.empty(LEAF_SIZE, np.float32)
         for p in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            if core[p] <= bound[comp[p]]:  # else no edge of p can be its component's least
+            if beyond_list[p] <= min(best_w2[p], bound[comp[p]]):
                 _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack,
                         bound, best_w2, best_t, nodes, levels, lowers, sq)  # fmt: skip
 
@@ -162,11 +165,13 @@ def _node_components(comp, depth):
     return np.where(smallest == -largest, smallest, -1)
 
 
-def mst(tree: VPTree, core_sq: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mst(tree: VPTree, core_sq: np.ndarray, neighbours=None, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The N - 1 edges (u < v, original indices; w2 float32) of the mutual-reachability MST, sorted by (w2, u, v).
 
     ``core_sq`` holds the squared core distances in original order (float32; +inf where a point has too few
-    neighbours). ``progress(fraction)`` is told the share of components merged away."""
+    neighbours). ``neighbours``: (ids, squared distances) of every point's nearest points in original order, as
+    ``knn`` gives them (default: the index's own graph); the longer the list, the fewer walks. ``progress(fraction)``
+    is told the share of edges found."""
     n = tree.n_points
     core = np.ascontiguousarray(core_sq[tree.ids], dtype=np.float32)
     node_core = node_min(core, tree.depth)
@@ -174,8 +179,18 @@ def mst(tree: VPTree, core_sq: np.ndarray, progress=None) -> tuple[np.ndarray, n
     root = np.arange(n, dtype=np.int64)
     edge_u, edge_v = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
     edge_w2 = np.empty(max(n - 1, 0), np.float32)
-    graph = tree.neighbours
-    graph_pos, graph_sq = (graph.positions, graph.sq_dists) if graph is not None else (np.full((n, 0), -1, np.int32), np.empty((n, 0), np.float32))
+    if neighbours is not None:
+        position_of = np.empty(n, np.int64)
+        position_of[tree.ids] = np.arange(n)
+        ids, graph_sq = neighbours[0][tree.ids], np.ascontiguousarray(neighbours[1][tree.ids])
+        graph_pos = np.where(ids >= 0, position_of[np.maximum(ids, 0)], -1)
+    elif tree.neighbours is not None:
+        graph_pos, graph_sq = tree.neighbours.positions, tree.neighbours.sq_dists
+    else:
+        graph_pos, graph_sq = np.full((n, 0), -1, np.int64), np.empty((n, 0), np.float32)
+    # rows padded with inf (N - 1 < K) list every other point: nothing lies beyond them
+    last_listed = graph_sq[:, -1].astype(np.float64) if graph_sq.shape[1] else np.zeros(n)
+    beyond_list = np.maximum(core.astype(np.float64), last_listed)
     n_edges, slack = 0, bound_slack(tree.n_dims)
     while n_edges < n - 1:
         best_w2, best_t = np.empty(n, np.float64), np.empty(n, np.int64)
@@ -183,7 +198,7 @@ def mst(tree: VPTree, core_sq: np.ndarray, progress=None) -> tuple[np.ndarray, n
         bound = np.full(n, np.inf)
         _component_bounds(comp, best_w2, bound)
         _search_all(
-            tree.coords, tree.ids, comp, core, tree.center, tree.cover_radius, tree.min_id,
+            tree.coords, tree.ids, comp, core, beyond_list, tree.center, tree.cover_radius, tree.min_id,
             _node_components(comp, tree.depth), node_core, tree.depth, slack, bound, best_w2, best_t,
         )  # fmt: skip
         n_edges = _merge(comp, tree.ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges)

@@ -39,11 +39,13 @@ def test_neighbours_equal_the_oracle(case, rng):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("min_samples", [1, 2, 5, 10])
-def test_spanning_tree_equals_the_oracle(case, min_samples, rng):
+@pytest.mark.parametrize("listed", [None, 3, 16])  # the index's own 8 neighbours, or lists shorter / longer
+def test_spanning_tree_equals_the_oracle(case, min_samples, listed, rng):
     points = CASES[case](rng).astype(np.float32)
     sq = oracle.rule_sq_dists(points)
     core = oracle.core_sq(sq, min_samples)
-    u, v, w2 = cpu.mst(cpu.build_vptree(points), core)
+    tree = cpu.build_vptree(points)
+    u, v, w2 = cpu.mst(tree, core, neighbours=None if listed is None else cpu.knn(tree, listed))
     want_u, want_v, want_w2 = oracle.mst(sq, core)
     np.testing.assert_array_equal(u, want_u)
     np.testing.assert_array_equal(v, want_v)
