@@ -26,11 +26,32 @@ __device__ __forceinline__ float sq_to_query(const float (&self)[SELF_DIMS], con
 __device__ __forceinline__ Key load_fresh(const Key* p) { return *(const volatile Key*)p; }
 
 // ---------------------------------------------------------------------------------------------------------
+// Leaf scans in high d (TENSOR): the warp's 32 queries against a leaf as a 3xTF32 tensor-core tile (tile_sq of
+// vptree.cu), whose approximate squared distances come with a bound `err` on their distance from the float32 rule.
+// The tile is staged through shared memory so that each lane reads its own query's row; a point is recomputed by the
+// rule only when its lower bound (approximation - err) does not exclude it, so results stay bit-identical.
+
+#define STAGE_PITCH 33  // a row of 32 columns plus one: the lanes reading their own rows hit distinct banks
+
+// lane l gets row l of the tile (its own query against the leaf's points) in rows[l][0 .. 32); every lane must call it
+__device__ __forceinline__ float stage_tile(const float* __restrict__ coords, i64 n, int d, const QueryRows& query,
+                                            i64 s, i64 e, int lane, float (*rows)[STAGE_PITCH]) {
+    float approx[4][8];
+    const float err = tile_sq(coords, n, d, query, s, e, lane, approx);
+    __syncwarp();  // the previous leaf's rows have been read
+    for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 8; ++b) rows[(lane >> 2) + 8 * a][tile_col(b, lane & 3)] = approx[a][b];
+    __syncwarp();
+    return err;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // k nearest neighbours: one warp per leaf of queries walks the tree (down to its own leaf first), each lane keeping
 // its query's k best as keys (squared-distance bits over original id, so ties go to the smaller id) in registers,
 // worst first: list[0] is the k-th best, the bound every node is tested against. A node is dropped for a lane when
 // its ball lies beyond that bound, or at it with only larger ids (min_id). The lanes scan every leaf the warp
-// visits, one point at a time (all lanes read the same point: one broadcast load).
+// visits: in low d one point at a time (all lanes read the same point: one broadcast load), in high d as a tensor
+// tile (then, as in delta, a leaf is scanned without its own ball test: in high d it rarely decides anything).
 
 // key < list[0]: drop list[0] and put key in its place among list[0 .. k), keeping them in decreasing order. Fully
 // unrolled with static indices, so the list stays in registers.
@@ -50,17 +71,22 @@ __device__ __forceinline__ void insert_nearest(Key (&list)[KMAX], int k, Key key
         }
 }
 
-template <int KMAX>
-__global__ void __launch_bounds__(256)
+// register caps: tensor tiles as in delta (two blocks per SM); a short scalar list fits three blocks, as before the
+// tensor variant existed (76 registers at k <= 16)
+template <int KMAX, bool TENSOR>
+__global__ void __launch_bounds__(256, TENSOR ? 2 : KMAX <= 16 ? 3 : 1)
     knn_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
                const float* __restrict__ center, const float* __restrict__ radius, const unsigned* __restrict__ min_id,
                double slack, int k, i64* __restrict__ out_ids, float* __restrict__ out_sq) {
+    __shared__ float staged[TENSOR ? 8 : 1][32][STAGE_PITCH];
     LeafWarp w;
     if (!leaf_warp(n, depth, w)) return;
     const int lane = w.lane;
     const float slack_f = float_slack(slack);
     float self[SELF_DIMS];
-    own_coords(coords, n, d, w.pq, self);
+    if (!TENSOR) own_coords(coords, n, d, w.pq, self);
+    QueryRows rows;
+    if (TENSOR) rows = query_rows(coords, n, d, w.qs, w.qe, center + w.own * d, lane);
     Key list[KMAX];
 #pragma unroll
     for (int j = 0; j < KMAX; ++j) list[j] = NO_KEY;
@@ -71,26 +97,36 @@ __global__ void __launch_bounds__(256)
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int level = node_level(v.node);
         bool wanted = (v.lanes >> lane) & 1u;
-        if (wanted) {
-            const float lower = ball_bounds_f(sq_to_centre<false>(self, coords, n, d, w.pq, center + (i64)v.node * d),
+        if (wanted && (!TENSOR || level < depth)) {
+            const float lower = ball_bounds_f(sq_to_centre<TENSOR>(self, coords, n, d, w.pq, center + (i64)v.node * d),
                                               radius[v.node], slack_f).lower;
             wanted = !(lower > reach || (lower >= reach && min_id[v.node] > (unsigned)key_id(list[0])));
         }
         const unsigned still = __ballot_sync(FULL_MASK, wanted);
         if (!still) continue;
-        if (node_level(v.node) < depth) {
+        if (level < depth) {
             push_children(stack, top, v, n, still, w.qs);
             continue;
         }
-        if (w.active) {
+        if (TENSOR) {
+            float (*own_rows)[STAGE_PITCH] = staged[threadIdx.x >> 5];
+            const float err = stage_tile(coords, n, d, rows, v.start, v.end, lane, own_rows);
+            if (w.active)
+                for (i64 t = v.start; t < v.end; ++t) {
+                    if (t == w.p || __fsub_rd(own_rows[lane][t - v.start], err) > key_d2(list[0])) continue;
+                    const Key key = nearest_key(sq_between(coords, n, d, t, w.p), ids[t]);
+                    if (key < list[0]) insert_nearest(list, k, key);
+                }
+        } else if (w.active) {
             for (i64 t = v.start; t < v.end; ++t) {
                 if (t == w.p) continue;  // the query itself; its duplicates are other points
                 const Key key = nearest_key(sq_to_query(self, coords, n, d, w.p, t), ids[t]);
                 if (key < list[0]) insert_nearest(list, k, key);
             }
-            reach = __fsqrt_ru(key_d2(list[0]));
         }
+        reach = __fsqrt_ru(key_d2(list[0]));
     }
     if (w.active) {
         const i64 row = ids[w.p] * (i64)k;
@@ -137,8 +173,18 @@ __device__ __forceinline__ bool cannot_beat(float core_lo, float ball_lo, unsign
     return lu > u || (lu == u && low != NO_ID && lv >= low);
 }
 
+// the edge of weight w2 between original ids a and b, merged into the best so far (high, low)
+__device__ __forceinline__ void take_edge(float w2, unsigned a, unsigned b, Key& high, unsigned& low) {
+    const Key h = edge_high(w2, min(a, b));
+    const unsigned l = max(a, b);
+    if (h < high || (h == high && l < low)) {
+        high = h;
+        low = l;
+    }
+}
+
 // the best edge from query a (core a_core, component mine) to a point of another component in the leaf [s, e),
-// merged into (high, low); `limit` skips points whose core distances alone lose to it
+// merged into (high, low); `limit` skips points whose core distances alone weigh more
 __device__ __forceinline__ void scan_leaf_edges(const float (&self)[SELF_DIMS], const float* __restrict__ coords, i64 n,
                                                 int d, i64 p, i64 s, i64 e, const i64* __restrict__ ids,
                                                 const float* __restrict__ core, const int* __restrict__ comp,
@@ -147,14 +193,7 @@ __device__ __forceinline__ void scan_leaf_edges(const float (&self)[SELF_DIMS], 
         if (comp[t] == mine) continue;
         const float cores = fmaxf(a_core, core[t]);
         if (cores > limit) continue;
-        const float w2 = fmaxf(cores, sq_to_query(self, coords, n, d, p, t));
-        const unsigned b = (unsigned)ids[t];
-        const Key h = edge_high(w2, min(a, b));
-        const unsigned l = max(a, b);
-        if (h < high || (h == high && l < low)) {
-            high = h;
-            low = l;
-        }
+        take_edge(fmaxf(cores, sq_to_query(self, coords, n, d, p, t)), a, (unsigned)ids[t], high, low);
     }
 }
 
@@ -174,18 +213,22 @@ extern "C" __global__ void __launch_bounds__(256)
     if (high < NO_EDGE) atomicMin(comp_best + mine, high);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+template <bool TENSOR>
+__global__ void LEAF_KERNEL_BOUNDS
     boruvka_nearest(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
                     const float* __restrict__ core, const int* __restrict__ comp, const float* __restrict__ center,
                     const float* __restrict__ radius, const unsigned* __restrict__ min_id,
                     const float* __restrict__ node_core, const int* __restrict__ node_comp, double slack,
                     Key* comp_best, Key* __restrict__ best_high, unsigned* __restrict__ best_low) {
+    __shared__ float staged[TENSOR ? 8 : 1][32][STAGE_PITCH];
     LeafWarp w;
     if (!leaf_warp(n, depth, w)) return;
     const int lane = w.lane;
     const float slack_f = float_slack(slack);
     float self[SELF_DIMS];
-    own_coords(coords, n, d, w.pq, self);
+    if (!TENSOR) own_coords(coords, n, d, w.pq, self);
+    QueryRows rows;
+    if (TENSOR) rows = query_rows(coords, n, d, w.qs, w.qe, center + w.own * d, lane);
     const unsigned a = (unsigned)ids[w.pq];
     const int mine = comp[w.pq];
     const float a_core = core[w.pq];
@@ -201,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(256)
         bool wanted = ((v.lanes >> lane) & 1u) && node_comp[v.node] != mine;
         if (wanted) {
             const float core_lo = fmaxf(a_core, node_core[v.node]);
-            const float ball_lo = ball_bounds_f(sq_to_centre<false>(self, coords, n, d, w.pq, center + (i64)v.node * d),
+            const float ball_lo = ball_bounds_f(sq_to_centre<TENSOR>(self, coords, n, d, w.pq, center + (i64)v.node * d),
                                                 radius[v.node], slack_f).lower;
             // the node's edges pair a with ids >= min_id: none comes before (min(a, m), max(a, m))
             const unsigned m = min_id[v.node], lu = min(a, m), lv = max(a, m);
@@ -214,13 +257,23 @@ extern "C" __global__ void __launch_bounds__(256)
             push_children(stack, top, v, n, still, w.qs);
             continue;
         }
-        if (w.active) {
-            const Key before = high;
-            scan_leaf_edges(self, coords, n, d, w.p, v.start, v.end, ids, core, comp, a, a_core, mine,
-                            key_d2(min(high, shared)), high, low);
-            // share an improvement with the component; else pick up what its other points found meanwhile
-            shared = high < before ? min(high, atomicMin(comp_best + mine, high)) : load_fresh(comp_best + mine);
+        const Key before = high;
+        const float limit = key_d2(min(high, shared));  // a point whose edge surely weighs more is skipped
+        if (TENSOR) {
+            float (*own_rows)[STAGE_PITCH] = staged[threadIdx.x >> 5];
+            const float err = stage_tile(coords, n, d, rows, v.start, v.end, lane, own_rows);
+            if (w.active)
+                for (i64 t = v.start; t < v.end; ++t) {
+                    if (comp[t] == mine) continue;
+                    const float cores = fmaxf(a_core, core[t]);
+                    if (cores > limit || __fsub_rd(own_rows[lane][t - v.start], err) > limit) continue;
+                    take_edge(fmaxf(cores, sq_between(coords, n, d, t, w.p)), a, (unsigned)ids[t], high, low);
+                }
+        } else if (w.active) {
+            scan_leaf_edges(self, coords, n, d, w.p, v.start, v.end, ids, core, comp, a, a_core, mine, limit, high, low);
         }
+        // share an improvement with the component; else pick up what its other points found meanwhile
+        if (w.active) shared = high < before ? min(high, atomicMin(comp_best + mine, high)) : load_fresh(comp_best + mine);
     }
     if (w.active) {
         best_high[w.p] = high;

@@ -2,6 +2,8 @@
 the VP-tree, and DBSCAN labels at one eps from the cached arrays. Same names and results as the CPU backend.
 
 graph.cu is compiled appended to vptree.cu (it walks the same tree with the same helpers), as a second module.
+From TENSOR_TILE_MIN_DIMS dimensions on, kNN and Borůvka scan leaves as tensor-core tiles with an exact recheck,
+as rho and delta do.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ _NO_ID = np.uint32(0xFFFFFFFF)
 def _module() -> cp.RawModule:
     here = Path(__file__).parent
     source = (here / "vptree.cu").read_text() + "\n" + (here / "graph.cu").read_text()
-    names = [f"knn_leaves<{width}>" for width in _KNN_WIDTHS]
+    names = [f"knn_leaves<{width}, {tensor}>" for width in _KNN_WIDTHS for tensor in ("false", "true")]
+    names += ["boruvka_nearest<false>", "boruvka_nearest<true>"]
     # no fused multiply-add: the float32 distance rule must round exactly as on the CPU
     return cp.RawModule(code=source, options=("--std=c++17", "--fmad=false"), name_expressions=names)
 
@@ -64,7 +67,7 @@ def knn(tree: VPTree, k: int, progress=None) -> tuple[cp.ndarray, cp.ndarray]:
     sq_dists = _backend._output((n, k), _F32)
     if k > 0:
         _launch(
-            f"knn_leaves<{width}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, tree.center,
+            f"knn_leaves<{width}, {_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, tree.center,
             tree.cover_radius, tree.min_id.astype(cp.uint32), np.float64(bound_slack(d)), _I32(k), ids, sq_dists,
         )  # fmt: skip
     if progress is not None:
@@ -116,7 +119,7 @@ def mst(tree: VPTree, core_sq: cp.ndarray, progress=None) -> tuple[cp.ndarray, c
             node_comp, comp_best,
         )  # fmt: skip
         _launch(
-            "boruvka_nearest", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, core_tree, comp,
+            f"boruvka_nearest<{_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, core_tree, comp,
             tree.center, tree.cover_radius, min_id, node_core, node_comp, slack, comp_best, best_high, best_low,
         )  # fmt: skip
         _launch("component_low", n, _I64(n), comp, best_high, best_low, comp_best, comp_low)

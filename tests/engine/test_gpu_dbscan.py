@@ -69,6 +69,13 @@ def poisoned_outputs(monkeypatch):
     monkeypatch.setattr(gpu, "_output", poisoned)
 
 
+@pytest.fixture(params=["scalar scans", "tensor tiles"])
+def leaf_tiles(request, monkeypatch):
+    """Run a test once with each kind of leaf scan serving every d (normally d picks one)."""
+    if gpu is not None:
+        monkeypatch.setattr(gpu, "TENSOR_TILE_MIN_DIMS", 10**9 if request.param == "scalar scans" else 1)
+
+
 def as_points(points) -> np.ndarray:
     return np.ascontiguousarray(points, dtype=np.float32)
 
@@ -108,7 +115,7 @@ def eps_values(sq: np.ndarray, rng) -> list[float]:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_knn_matches_oracle(case, rng):
+def test_knn_matches_oracle(case, rng, leaf_tiles):
     points = as_points(CASES[case](rng)[:ORACLE_POINTS])
     expected_ids, expected_sq = oracle.knn(oracle.rule_sq_dists(points), 64)
     tree = tree_of(points)
@@ -120,7 +127,7 @@ def test_knn_matches_oracle(case, rng):
 
 @pytest.mark.parametrize("d", [1, 2, 3, 16, 57, 128])
 @pytest.mark.parametrize("n", [2, 3, 33, 800])
-def test_knn_dimensions_and_sizes(d, n, rng):
+def test_knn_dimensions_and_sizes(d, n, rng, leaf_tiles):
     points = as_points(blobs(rng, n, d))
     points[rng.integers(0, n, n // 10)] = points[0]  # duplicates of one point
     expected_ids, expected_sq = oracle.knn(oracle.rule_sq_dists(points), 10)
@@ -166,7 +173,7 @@ def test_knn_large_against_all_pairs_rows(n, d, k, rng):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("min_samples", MIN_SAMPLES)
-def test_mst_matches_oracle(case, min_samples, rng):
+def test_mst_matches_oracle(case, min_samples, rng, leaf_tiles):
     points = as_points(CASES[case](rng)[:ORACLE_MST_POINTS])
     sq = oracle.rule_sq_dists(points)
     core = oracle.core_sq(sq, min_samples)
@@ -176,7 +183,7 @@ def test_mst_matches_oracle(case, min_samples, rng):
 
 @pytest.mark.parametrize("d", [1, 2, 3, 16, 57, 128])
 @pytest.mark.parametrize("n", [2, 3, 33, 3000])
-def test_mst_dimensions_and_sizes(d, n, rng):
+def test_mst_dimensions_and_sizes(d, n, rng, leaf_tiles):
     points = as_points(blobs(rng, n, d))
     points[rng.integers(0, n, n // 10)] = points[0]
     tree = tree_of(points)
@@ -186,7 +193,7 @@ def test_mst_dimensions_and_sizes(d, n, rng):
         assert_same_mst(gpu.mst(tree, core), brute.mst(cp.asarray(points), core))
 
 
-def test_mst_all_infinite_and_ties(rng):
+def test_mst_all_infinite_and_ties(rng, leaf_tiles):
     """Every edge at +inf (fewer points than min_samples) or at one weight: the ids alone decide."""
     for points in [CASES["integer_grid"](rng), CASES["all_identical"](rng), CASES["collinear_ties"](rng)]:
         points = as_points(points)
@@ -220,7 +227,7 @@ def cached_arrays(points, min_samples):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("min_samples", MIN_SAMPLES)
-def test_dbscan_labels_match_oracle(case, min_samples, rng):
+def test_dbscan_labels_match_oracle(case, min_samples, rng, leaf_tiles):
     points = as_points(CASES[case](rng)[:ORACLE_POINTS])
     sq = oracle.rule_sq_dists(points)
     cached = cached_arrays(points, min_samples)
