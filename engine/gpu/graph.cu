@@ -71,10 +71,10 @@ __device__ __forceinline__ void insert_nearest(Key (&list)[KMAX], int k, Key key
         }
 }
 
-// register caps: tensor tiles as in delta (two blocks per SM); a short scalar list fits three blocks, as before the
-// tensor variant existed (76 registers at k <= 16)
+// register caps: tensor tiles as in delta, two blocks per SM (128 registers); so do scalar lists of k > 16 (k = 32
+// stays in registers, larger ones spill a little); a scalar list of k <= 16 fits three (80 registers, no spill)
 template <int KMAX, bool TENSOR>
-__global__ void __launch_bounds__(256, TENSOR ? 2 : KMAX <= 16 ? 3 : 1)
+__global__ void __launch_bounds__(256, TENSOR || KMAX > 16 ? 2 : 3)
     knn_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
                const float* __restrict__ center, const float* __restrict__ radius, const unsigned* __restrict__ min_id,
                double slack, int k, i64* __restrict__ out_ids, float* __restrict__ out_sq) {

@@ -208,7 +208,11 @@ def test_mst_large_against_brute_force(n, d, min_samples, rng):
     points[rng.integers(0, n, n // 100)] = points[2]
     tree = gpu.build_vptree(cp.asarray(points))
     core = core_from_knn(gpu.knn(tree, max(min_samples - 1, 1))[1], min_samples)
-    assert_same_mst(gpu.mst(tree, core), brute.mst(cp.asarray(points), core))
+    got = gpu.mst(tree, core)
+    assert_same_mst(got, brute.mst(cp.asarray(points), core))
+    cpu = get_backend("cpu")
+    if hasattr(cpu, "mst"):  # the CPU backend's Borůvka (the lead's, on main)
+        assert_same_mst(got, cpu.mst(cpu.build_vptree(points), cp.asnumpy(core)))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -254,10 +258,15 @@ def test_dbscan_labels_against_brute_force(n, d, min_samples, rng):
     points[rng.integers(0, n, n // 50)] = points[0]
     chain, gap, core, ids, sq = cached_arrays(points, min_samples)
     reach = np.sqrt(np.sort(cp.asnumpy(core)).astype(np.float64))
+    cpu = get_backend("cpu")
     for eps in [0.0, reach[n // 10], reach[n // 2], reach[(9 * n) // 10], 3 * reach[n // 2]]:
+        eps2 = np.float32(np.float64(eps) ** 2)
         expected = cp.asnumpy(brute.dbscan(cp.asarray(points), eps, min_samples))
-        got = labels_at(np.float32(np.float64(eps) ** 2), chain, gap, core, ids, sq)
+        got = labels_at(eps2, chain, gap, core, ids, sq)
         np.testing.assert_array_equal(got, expected, err_msg=f"eps={eps!r}")
+        if hasattr(cpu, "dbscan_labels"):  # the CPU backend's (the lead's, on main), from the same arrays
+            on_cpu = cpu.dbscan_labels(chain, gap, *(cp.asnumpy(a) for a in (core, ids, sq)), eps2)
+            np.testing.assert_array_equal(got, on_cpu, err_msg=f"eps={eps!r}")
 
 
 def test_dbscan_labels_checks_its_inputs(rng):
