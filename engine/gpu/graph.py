@@ -67,8 +67,9 @@ def knn(tree: VPTree, k: int, progress=None) -> tuple[cp.ndarray, cp.ndarray]:
     sq_dists = _backend._output((n, k), _F32)
     if k > 0:
         _launch(
-            f"knn_leaves<{width}, {_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, tree.center,
-            tree.cover_radius, tree.min_id.astype(cp.uint32), np.float64(bound_slack(d)), _I32(k), ids, sq_dists,
+            f"knn_leaves<{width}, {_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d),
+            _I32(depth), tree.ids, tree.center, tree.cover_radius, tree.min_id.astype(cp.uint32),
+            np.float64(bound_slack(d)), _I32(k), ids, sq_dists,
         )  # fmt: skip
     if progress is not None:
         progress(1.0)
@@ -91,7 +92,8 @@ def mst(tree: VPTree, core_sq: cp.ndarray, progress=None) -> tuple[cp.ndarray, c
     core_sq = _backend._require(core_sq, _F32, 1, "core_sq")
     _check_rows(core_sq, n, "core_sq")
     n_edges = max(n - 1, 0)
-    out_u, out_v, out_w2 = _backend._output(n_edges, _I64), _backend._output(n_edges, _I64), _backend._output(n_edges, _F32)
+    out_u, out_v = _backend._output(n_edges, _I64), _backend._output(n_edges, _I64)
+    out_w2 = _backend._output(n_edges, _F32)
     if n < 2:
         return out_u, out_v, out_w2
     core_tree = cp.ascontiguousarray(core_sq[tree.ids])
@@ -119,8 +121,9 @@ def mst(tree: VPTree, core_sq: cp.ndarray, progress=None) -> tuple[cp.ndarray, c
             node_comp, comp_best,
         )  # fmt: skip
         _launch(
-            f"boruvka_nearest<{_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, core_tree, comp,
-            tree.center, tree.cover_radius, min_id, node_core, node_comp, slack, comp_best, best_high, best_low,
+            f"boruvka_nearest<{_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d),
+            _I32(depth), tree.ids, core_tree, comp, tree.center, tree.cover_radius, min_id, node_core, node_comp,
+            slack, comp_best, best_high, best_low,
         )  # fmt: skip
         _launch("component_low", n, _I64(n), comp, best_high, best_low, comp_best, comp_low)
         target = _backend._output(n_comp, _I32)

@@ -159,7 +159,8 @@ def test_knn_large_against_all_pairs_rows(n, d, k, rng):
     key = (d2.view(cp.uint32).astype(cp.uint64) << cp.uint64(32)) | cp.arange(n, dtype=cp.uint64)[None, :]
     nearest = cp.sort(key, axis=1)[:, :k]
     np.testing.assert_array_equal(cp.asnumpy(ids[rows]), cp.asnumpy((nearest & cp.uint64(0xFFFFFFFF)).astype(cp.int64)))
-    np.testing.assert_array_equal(cp.asnumpy(sq[rows]), cp.asnumpy((nearest >> cp.uint64(32)).astype(cp.uint32).view(cp.float32)))
+    nearest_sq = (nearest >> cp.uint64(32)).astype(cp.uint32).view(cp.float32)
+    np.testing.assert_array_equal(cp.asnumpy(sq[rows]), cp.asnumpy(nearest_sq))
     cpu = get_backend("cpu")
     if hasattr(cpu, "knn"):  # the CPU backend's kNN (the lead's, on main)
         cpu_ids, cpu_sq = cpu.knn(cpu.build_vptree(points), k)
@@ -249,10 +250,13 @@ def test_brute_dbscan_matches_oracle(case, min_samples, rng):
     sq = oracle.rule_sq_dists(points)
     for eps in eps_values(sq, rng):
         expected, _ = oracle.dbscan(sq, eps, min_samples)
-        np.testing.assert_array_equal(cp.asnumpy(brute.dbscan(cp.asarray(points), eps, min_samples)), expected, err_msg=f"eps={eps!r}")
+        got = cp.asnumpy(brute.dbscan(cp.asarray(points), eps, min_samples))
+        np.testing.assert_array_equal(got, expected, err_msg=f"eps={eps!r}")
 
 
-@pytest.mark.parametrize(("n", "d", "min_samples"), [(2, 2, 1), (3, 4, 2), (800, 128, 5), (200_000, 2, 10), (50_000, 57, 10)])
+@pytest.mark.parametrize(
+    ("n", "d", "min_samples"), [(2, 2, 1), (3, 4, 2), (800, 128, 5), (200_000, 2, 10), (50_000, 57, 10)]
+)
 def test_dbscan_labels_against_brute_force(n, d, min_samples, rng):
     points = as_points(blobs(rng, n, d))
     points[rng.integers(0, n, n // 50)] = points[0]
