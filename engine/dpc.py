@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import inspect
 import time
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import centers as center_rules
+from .estimator import ParamsMixin
 from .indexed import IndexedPoints, Progress, check_kernel
 
 
-class DensityPeaks:
+class DensityPeaks(ParamsMixin):
     """Density Peaks Clustering with exact rho, delta and parent, on the CPU (Numba) or GPU (CuPy).
 
     Parameters
@@ -50,22 +49,6 @@ class DensityPeaks:
         self.dc_percent = dc_percent
         self.kernel = kernel
         self.backend = backend
-
-    # scikit-learn parameter protocol ------------------------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__).parameters if name != "self"}
-
-    def set_params(self, **params) -> DensityPeaks:
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"invalid parameter {name!r} for DensityPeaks (valid: {', '.join(valid)})")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.get_params().items() if v != inspect.signature(type(self).__init__).parameters[k].default}
-        return f"DensityPeaks({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     # fitting ------------------------------------------------------------------------------------------------
     def fit(self, X, y=None, progress: Progress | None = None) -> DensityPeaks:

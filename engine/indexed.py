@@ -1,8 +1,11 @@
-"""IndexedPoints: one data set on one backend, with its VP-tree and the decision-graph fields of recent dc values.
+"""IndexedPoints: one data set on one backend, with its VP-tree and every product that no user choice changes.
 
-This is the part of Density Peaks Clustering that does not depend on the chosen centers, so it can be shared:
-every estimator (and every browser session of the app) working on the same data reuses one index, and a dc
-computed by one is free for the others. The chosen centers and labels live in ``DensityPeaks``.
+This is the part of clustering that does not depend on the chosen centers or eps, so it can be shared: every
+estimator (and every browser session of the app) working on the same data reuses one index, and what one computed
+is free for the others. Cached, each computed once: the decision-graph fields of recent (kernel, dc) values
+(``DensityPeaks``), the k nearest neighbours of every point for the largest k asked so far, and the
+mutual-reachability spanning tree of recent min_samples values (``DBSCAN``, ``HDBSCAN``). Centers, eps and the
+cluster selection live in the estimators.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from . import centers as center_rules
 from .backends import get_backend
 from .data import to_points
 from .dc import dc_from_percent
+from .hierarchy import single_linkage_chain
 
 KERNELS = ("cutoff", "gaussian")
 Progress = Callable[[str, float], None]
@@ -38,6 +42,22 @@ class Fields:
     gamma: Any  # ranking gamma (see centers.ranking_gamma)
 
 
+@dataclass(frozen=True)
+class SpanningTree:
+    """The mutual-reachability MST for one min_samples, with what DBSCAN at any eps needs, on the backend's device
+    except the edges (host NumPy, for the hierarchy code)."""
+
+    min_samples: int
+    core_sq: Any  # (N,) float32 squared core distance, the point itself counted (+inf: fewer points than that)
+    neighbour_ids: Any  # (N, max(min_samples - 1, 1)) int64, nearest first: every eps-neighbour of a non-core point
+    neighbour_sq: Any  # (N, same) float32
+    u: np.ndarray  # (N - 1,) int64, u < v, sorted by (w2, u, v)
+    v: np.ndarray
+    w2: np.ndarray  # (N - 1,) float32 squared mutual-reachability distance
+    chain: Any  # (N,) int64: every single-linkage cluster is a run (hierarchy.single_linkage_chain)
+    gap: Any  # (N - 1,) float32
+
+
 class IndexedPoints:
     """Points on a backend's device, their VP-tree, and an LRU of ``Fields`` by (kernel, dc). Thread-safe.
 
@@ -49,6 +69,8 @@ class IndexedPoints:
     """
 
     CACHED_FIELDS = 4  # (kernel, dc) results kept, so moving a slider back is free
+    CACHED_TREES = 4  # spanning trees (one per min_samples) kept
+    NEIGHBOURS = 16  # at least this many neighbours are listed, so min_samples up to 17 reuses one list
 
     def __init__(self, X, backend: str = "auto", progress: Progress | None = None):
         values = to_points(X).values
@@ -60,6 +82,8 @@ class IndexedPoints:
         self.index_seconds = time.perf_counter() - started
         self._fields: OrderedDict[tuple[str, float], Fields] = OrderedDict()
         self._dc_by_percent: dict[float, float] = {}
+        self._neighbours: tuple[Any, Any] | None = None
+        self._trees: OrderedDict[int, SpanningTree] = OrderedDict()
         # One computation at a time: two sessions asking for the same dc compute it once.
         self._lock = threading.RLock()
 
@@ -118,6 +142,49 @@ class IndexedPoints:
         _record(timings, "delta", time.perf_counter() - started)
         gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)
         return Fields(kernel, dc, rho, delta, parent, order, gamma)
+
+
+    def neighbours(self, k: int, progress: Progress | None = None, timings: dict | None = None) -> tuple[Any, Any]:
+        """(ids, squared distances) of every point's k nearest other points, nearest first, ties by smaller index
+        (``-1`` / inf past the N - 1 others); one search serves every k up to the largest asked so far."""
+        with self._lock:
+            if self._neighbours is None or self._neighbours[0].shape[1] < k:
+                started = time.perf_counter()
+                self._neighbours = self.backend.knn(self.index, max(k, self.NEIGHBOURS), progress=_phase(progress, "neighbours"))
+                self.backend.synchronize()
+                _record(timings, "neighbours", time.perf_counter() - started)
+            else:
+                _record(timings, "neighbours", 0.0)
+            ids, sq = self._neighbours
+            return ids[:, :k], sq[:, :k]
+
+    def spanning_tree(self, min_samples: int, progress: Progress | None = None, timings: dict | None = None) -> SpanningTree:
+        """Core distances and the mutual-reachability MST for ``min_samples`` (cached per value)."""
+        check_min_samples(min_samples)
+        with self._lock:
+            if min_samples in self._trees:
+                self._trees.move_to_end(min_samples)
+                _record(timings, "neighbours", 0.0)
+                _record(timings, "mst", 0.0)
+                return self._trees[min_samples]
+            backend, xp = self.backend, self.backend.xp
+            ids, sq = self.neighbours(max(min_samples - 1, 1), progress, timings)
+            core_sq = xp.zeros(self.n_points, xp.float32) if min_samples == 1 else xp.ascontiguousarray(sq[:, min_samples - 2])
+            started = time.perf_counter()
+            u, v, w2 = (backend.to_numpy(a) for a in backend.mst(self.index, core_sq, progress=_phase(progress, "mst")))
+            chain, gap = single_linkage_chain(u, v, w2, self.n_points)
+            _record(timings, "mst", time.perf_counter() - started)
+            tree = SpanningTree(min_samples, core_sq, xp.ascontiguousarray(ids), xp.ascontiguousarray(sq), u, v, w2,
+                                backend.asarray(chain), backend.asarray(gap))  # fmt: skip
+            self._trees[min_samples] = tree
+            if len(self._trees) > self.CACHED_TREES:
+                self._trees.popitem(last=False)
+            return tree
+
+
+def check_min_samples(min_samples) -> None:
+    if isinstance(min_samples, bool) or not isinstance(min_samples, (int, np.integer)) or min_samples < 1:
+        raise ValueError(f"min_samples must be a whole number >= 1, got {min_samples!r}")
 
 
 def check_kernel(kernel: str) -> None:

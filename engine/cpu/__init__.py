@@ -5,8 +5,11 @@ import platform
 import numpy as np
 
 from .assign import halo, labels, points_in_polygon
+from .components import dbscan_labels
 from .density import delta, density_order, rho
 from .index import build_vptree
+from .mst import mst
+from .search import knn
 
 name = "cpu"
 xp = np
@@ -35,6 +38,6 @@ def free_memory() -> None:
 
 
 __all__ = [
-    "asarray", "build_vptree", "delta", "density_order", "device_name", "free_memory", "halo", "labels",
-    "name", "points_in_polygon", "rho", "synchronize", "to_numpy", "xp",
+    "asarray", "build_vptree", "dbscan_labels", "delta", "density_order", "device_name", "free_memory", "halo",
+    "knn", "labels", "mst", "name", "points_in_polygon", "rho", "synchronize", "to_numpy", "xp",
 ]  # fmt: skip

@@ -122,3 +122,19 @@ def neighbour_graph(tree: VPTree, k: int = NEIGHBOURS, progress=None) -> Neighbo
         )  # fmt: skip
         pos[first:last] = chunk_pos
     return NeighbourGraph(pos, d2)
+
+
+def knn(tree: VPTree, k: int, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest other points of every point, in original order: (ids (N, k) int64, squared distances (N, k)
+    float32), nearest first, ties by smaller index; rows end in -1 / inf when N - 1 < k.
+
+    The index's own graph answers k up to its K without a search."""
+    graph = tree.neighbours
+    if graph is None or graph.positions.shape[1] < k:
+        graph = neighbour_graph(tree, k, progress)
+    positions = graph.positions[:, :k]
+    ids = np.where(positions >= 0, tree.ids[positions], -1)
+    out_ids = np.empty_like(ids, dtype=np.int64)
+    out_sq = np.empty((tree.n_points, k), np.float32)
+    out_ids[tree.ids], out_sq[tree.ids] = ids, graph.sq_dists[:, :k]
+    return out_ids, out_sq

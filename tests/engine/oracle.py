@@ -104,7 +104,7 @@ def mst(sq: np.ndarray, core: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     n = sq.shape[0]
     mr = np.maximum(np.maximum(core[:, None], core[None, :]), sq)
     in_tree = np.zeros(n, bool)
-    best = {j: (np.inf, n, n) for j in range(n)}  # past every real edge, +inf ones included
+    best = {j: (np.inf, n, n) for j in range(n)}
     best[0] = (-1.0, -1, -1)
     edges = []
     for _ in range(n):

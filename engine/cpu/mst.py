@@ -1,0 +1,193 @@
+"""The exact minimum spanning tree of the mutual-reachability distance on the CPU: Borůvka over the VP-tree (Numba).
+
+mr(p, q) = max(cd(p), cd(q), d(p, q)), kept squared in float32 (``w2``) by the project's float32 distance rule.
+Every edge is keyed by (w2, smaller id, larger id). That order is total, so the tree is unique and every backend
+returns the same edges; Borůvka with a total order never closes a cycle.
+
+Each round finds, for every component, its least edge to another component, and merges along those edges. A
+point's search starts from the best edge in its neighbour list and prunes a node when
+
+* every point in it belongs to the query's own component (a per-node component label, renewed each round);
+* its least possible w2, max(cd(p), the node's smallest cd, ball lower bound ^ 2), exceeds the best edge found so
+  far for the query's whole component (shared by its points; a stale read only prunes less), or cannot beat the
+  query's own best key.
+
+A point whose own core distance already exceeds its component's bound is skipped, so interior points of large
+components and noise cost almost nothing in later rounds.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..vptree import LEAF_SIZE, VPTree, bound_slack
+from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, segment_start
+
+NO_ID = np.iinfo(np.int64).max
+
+
+@nb.njit(inline="always", cache=True)
+def _before(w2, lo, hi, best_w2, best_lo, best_hi):
+    """Does the key (w2, lo, hi) come before the best key?"""
+    return w2 < best_w2 or (w2 == best_w2 and (lo < best_lo or (lo == best_lo and hi < best_hi)))
+
+
+@nb.njit(inline="always", cache=True)
+def _key_ids(a, b):
+    return (a, b) if a < b else (b, a)
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _seed_from_graph(graph_pos, graph_sq, comp, core, ids, best_w2, best_t):
+    """Each point's least edge to another component among its neighbour list (best_t = -1 if none there)."""
+    n, k = graph_pos.shape
+    for p in nb.prange(n):
+        bw, blo, bhi, bt = np.inf, NO_ID, NO_ID, -1
+        for c in range(k):
+            t = graph_pos[p, c]
+            if t < 0 or comp[t] == comp[p]:
+                continue
+            w2 = np.float64(max(core[p], core[t], graph_sq[p, c]))
+            lo, hi = _key_ids(ids[p], ids[t])
+            if _before(w2, lo, hi, bw, blo, bhi):
+                bw, blo, bhi, bt = w2, lo, hi, t
+        best_w2[p], best_t[p] = bw, bt
+
+
+@nb.njit(nogil=True, cache=True)
+def _component_bounds(comp, best_w2, bound):
+    for p in range(comp.shape[0]):
+        bound[comp[p]] = min(bound[comp[p]], best_w2[p])
+
+
+@nb.njit(inline="always", cache=True)
+def _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t, nodes, levels, lowers, sq):
+    """Improve point p's least edge to another component by a walk over the tree."""
+    n = coords.shape[1]
+    own, core_p, id_p = comp[p], np.float64(core[p]), ids[p]
+    q = coords[:, p].copy()
+    bw, bt = best_w2[p], best_t[p]
+    blo, bhi = _key_ids(id_p, ids[bt]) if bt >= 0 else (NO_ID, NO_ID)
+    nodes[0], levels[0], lowers[0], top = 0, 0, core_p, 1
+    while top > 0:
+        top -= 1
+        k, level, lower = nodes[top], levels[top], lowers[top]
+        lo, hi = _key_ids(id_p, min_id[k])
+        if node_comp[k] == own or lower > bound[own] or not _before(lower, lo, hi, bw, blo, bhi):
+            continue
+        if level == depth:
+            j = k - ((1 << depth) - 1)
+            start, end = segment_start(n, depth, j), segment_start(n, depth, j + 1)
+            leaf_sq_dists(coords, q, start, end, sq)
+            for t in range(start, end):
+                if comp[t] == own:
+                    continue
+                w2 = np.float64(max(core[p], core[t], sq[t - start]))
+                lo, hi = _key_ids(id_p, ids[t])
+                if _before(w2, lo, hi, bw, blo, bhi):
+                    bw, blo, bhi, bt = w2, lo, hi, t
+                    if w2 < bound[own]:
+                        bound[own] = w2  # a racy write: any value written is a real edge of this component
+            continue
+        for child in (2 * k + 2, 2 * k + 1):
+            gap = max(ball_distance(q, center, radius, child, slack)[0], 0.0)
+            nodes[top], levels[top] = child, level + 1
+            lowers[top] = max(core_p, np.float64(node_core[child]), gap * gap)
+            top += 1
+        if lowers[top - 1] > lowers[top - 2]:  # the nearer child on top of the stack
+            nodes[top - 1], nodes[top - 2] = nodes[top - 2], nodes[top - 1]
+            lowers[top - 1], lowers[top - 2] = lowers[top - 2], lowers[top - 1]
+    best_w2[p], best_t[p] = bw, bt
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _search_all(coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t):
+    n = coords.shape[1]
+    for b in nb.prange((n + BLOCK - 1) // BLOCK):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
+        lowers = np.empty(STACK, np.float64)
+        sq = np.empty(LEAF_SIZE, np.float32)
+        for p in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            if core[p] <= bound[comp[p]]:  # else no edge of p can be its component's least
+                _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack,
+                        bound, best_w2, best_t, nodes, levels, lowers, sq)  # fmt: skip
+
+
+@nb.njit(inline="always", cache=True)
+def _find(root, x):
+    while root[x] != x:
+        root[x] = root[root[x]]
+        x = root[x]
+    return x
+
+
+@nb.njit(nogil=True, cache=True)
+def _merge(comp, ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges):
+    """Join every component along its least edge; returns the new edge count and relabels ``comp``."""
+    n = comp.shape[0]
+    pick = np.full(n, -1, np.int64)  # per component: the point holding its least edge
+    for p in range(n):
+        if best_t[p] < 0:
+            continue
+        c, held = comp[p], pick[comp[p]]
+        if held < 0:
+            pick[c] = p
+            continue
+        lo, hi = _key_ids(ids[p], ids[best_t[p]])
+        held_lo, held_hi = _key_ids(ids[held], ids[best_t[held]])
+        if _before(best_w2[p], lo, hi, best_w2[held], held_lo, held_hi):
+            pick[c] = p
+    for c in range(n):
+        p = pick[c]
+        if p < 0:
+            continue
+        a, b = _find(root, p), _find(root, best_t[p])
+        if a == b:
+            continue  # the same edge, picked by the component at its other end
+        root[max(a, b)] = min(a, b)
+        edge_u[n_edges], edge_v[n_edges] = _key_ids(ids[p], ids[best_t[p]])
+        edge_w2[n_edges] = best_w2[p]
+        n_edges += 1
+    for p in range(n):
+        comp[p] = _find(root, p)
+    return n_edges
+
+
+@nb.njit(nogil=True, cache=True)
+def _node_components(comp, depth):
+    """Each node's component, or -1 where the node holds several."""
+    smallest, largest = node_min(comp, depth), node_min(-comp, depth)
+    return np.where(smallest == -largest, smallest, -1)
+
+
+def mst(tree: VPTree, core_sq: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The N - 1 edges (u < v, original indices; w2 float32) of the mutual-reachability MST, sorted by (w2, u, v).
+
+    ``core_sq`` holds the squared core distances in original order (float32; +inf where a point has too few
+    neighbours). ``progress(fraction)`` is told the share of components merged away."""
+    n = tree.n_points
+    core = np.ascontiguousarray(core_sq[tree.ids], dtype=np.float32)
+    node_core = node_min(core, tree.depth)
+    comp = np.arange(n, dtype=np.int64)
+    root = np.arange(n, dtype=np.int64)
+    edge_u, edge_v = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
+    edge_w2 = np.empty(max(n - 1, 0), np.float32)
+    graph = tree.neighbours
+    graph_pos, graph_sq = (graph.positions, graph.sq_dists) if graph is not None else (np.full((n, 0), -1, np.int32), np.empty((n, 0), np.float32))
+    n_edges, slack = 0, bound_slack(tree.n_dims)
+    while n_edges < n - 1:
+        best_w2, best_t = np.empty(n, np.float64), np.empty(n, np.int64)
+        _seed_from_graph(graph_pos, graph_sq, comp, core, tree.ids, best_w2, best_t)
+        bound = np.full(n, np.inf)
+        _component_bounds(comp, best_w2, bound)
+        _search_all(
+            tree.coords, tree.ids, comp, core, tree.center, tree.cover_radius, tree.min_id,
+            _node_components(comp, tree.depth), node_core, tree.depth, slack, bound, best_w2, best_t,
+        )  # fmt: skip
+        n_edges = _merge(comp, tree.ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges)
+        if progress is not None:
+            progress(n_edges / (n - 1))
+    order = np.lexsort((edge_v, edge_u, edge_w2))
+    return edge_u[order], edge_v[order], edge_w2[order]

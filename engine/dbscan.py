@@ -1,0 +1,209 @@
+"""DBSCAN and HDBSCAN as scikit-learn style estimators over a shared ``IndexedPoints``.
+
+Both read one cached structure per min_samples, ``IndexedPoints.spanning_tree``: core distances, the
+mutual-reachability MST and the neighbour lists. DBSCAN at any eps is then a pass over the MST's single-linkage
+chain (no distance computed), and HDBSCAN is the condensed tree of the same MST.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from . import hierarchy
+from .estimator import ParamsMixin
+from .indexed import IndexedPoints, Progress, SpanningTree, check_min_samples
+
+SELECTION_METHODS = ("eom", "leaf")
+
+
+class _OnIndex(ParamsMixin):
+    """What both estimators share: the index (built, or shared when X is an IndexedPoints) and its tree."""
+
+    def _index(self, X, progress: Progress | None) -> None:
+        self.timings_ = {}
+        if isinstance(X, IndexedPoints):
+            self.indexed_ = X
+        else:
+            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress)
+            self.timings_["index"] = self.indexed_.index_seconds
+        self._backend = self.indexed_.backend
+        self.n_features_in_ = self.indexed_.n_dims
+
+    def _spanning_tree(self, min_samples: int, progress: Progress | None) -> SpanningTree:
+        self._require_fit(needs="indexed_")
+        return self.indexed_.spanning_tree(min_samples, progress=progress, timings=self.timings_)
+
+    @property
+    def core_distances_(self) -> np.ndarray:
+        """Distance to the min_samples-th nearest point, the point itself counted (inf: fewer points than that)."""
+        self._require_fit()
+        return np.sqrt(self._backend.to_numpy(self._tree.core_sq).astype(np.float64))
+
+    def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
+        return self.fit(X, progress=progress).labels_
+
+    def _require_fit(self, needs: str = "_tree") -> None:
+        if not hasattr(self, needs):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X) first")
+
+
+class DBSCAN(_OnIndex):
+    """DBSCAN whose labels equal ``sklearn.cluster.DBSCAN(eps, min_samples).labels_``, with eps free to change.
+
+    Parameters
+    ----------
+    eps : float
+        Neighbourhood radius: q is a neighbour of p iff ``d(p, q) <= eps``, decided as
+        ``float32(sum_k (p_k - q_k)^2) <= float32(eps^2)`` (the float32 rule of the whole engine).
+    min_samples : int
+        A point is core when at least min_samples points (itself counted) lie within eps.
+    backend : {"auto", "cpu", "gpu"}
+
+    Clusters are the connected components of core points within eps of each other, numbered by their smallest
+    core index; a non-core point within eps of a core point joins the smallest such cluster label; the rest is
+    noise (-1). This is scikit-learn's result, label for label.
+
+    Attributes (after ``fit``)
+    --------------------------
+    labels_, core_sample_indices_, core_distances_, eps_, min_samples_, timings_; ``indexed_`` holds the shared index.
+    """
+
+    def __init__(self, eps: float = 0.5, min_samples: int = 5, backend: str = "auto"):
+        self.eps = eps
+        self.min_samples = min_samples
+        self.backend = backend
+
+    def fit(self, X, y=None, progress: Progress | None = None) -> DBSCAN:
+        """Index X (or share an ``IndexedPoints``), build the tree for min_samples, label at eps."""
+        check_eps(self.eps)
+        check_min_samples(self.min_samples)
+        self._index(X, progress)
+        self._tree = self._spanning_tree(self.min_samples, progress)
+        self.min_samples_ = self.min_samples
+        return self.set_eps(self.eps)
+
+    def set_eps(self, eps: float) -> DBSCAN:
+        """Relabel at a new eps from the cached tree: no distance is computed."""
+        check_eps(eps)
+        self._require_fit()
+        started = time.perf_counter()
+        tree, backend = self._tree, self._backend
+        eps2 = np.float32(np.float64(eps) ** 2)
+        self._labels = backend.dbscan_labels(tree.chain, tree.gap, tree.core_sq, tree.neighbour_ids, tree.neighbour_sq, eps2)
+        self._core = tree.core_sq <= eps2
+        backend.synchronize()
+        self.eps_ = float(eps)
+        self.timings_["relabel"] = time.perf_counter() - started
+        return self
+
+    def set_min_samples(self, min_samples: int, progress: Progress | None = None) -> DBSCAN:
+        """A new min_samples on the same index: the neighbour lists are reused, the tree is cached per value."""
+        check_min_samples(min_samples)
+        self._tree = self._spanning_tree(min_samples, progress)
+        self.min_samples_ = min_samples
+        return self.set_eps(self.eps_)
+
+    @property
+    def labels_(self) -> np.ndarray:
+        self._require_fit()
+        return self._backend.to_numpy(self._labels)
+
+    @property
+    def core_sample_indices_(self) -> np.ndarray:
+        self._require_fit()
+        return np.flatnonzero(self._backend.to_numpy(self._core))
+
+    def to_frame(self, rows=None) -> pd.DataFrame:
+        """Per-point results: index (``rows``, default 0..N-1), label, core."""
+        core = np.zeros(self.indexed_.n_points, bool)
+        core[self.core_sample_indices_] = True
+        index = np.arange(core.size) if rows is None else np.asarray(rows)
+        return pd.DataFrame({"index": index, "label": self.labels_, "core": core})
+
+
+class HDBSCAN(_OnIndex):
+    """HDBSCAN with ``sklearn.cluster.HDBSCAN``'s parameters and conventions, on the shared index.
+
+    Parameters
+    ----------
+    min_cluster_size : int (>= 2)
+    min_samples : int or None (None: min_cluster_size); core distances count the point itself.
+    cluster_selection_method : {"eom", "leaf"}
+    cluster_selection_epsilon : float (>= 0)
+    backend : {"auto", "cpu", "gpu"}
+
+    Attributes (after ``fit``)
+    --------------------------
+    labels_, probabilities_ (as scikit-learn), outlier_scores_ (GLOSH, as the ``hdbscan`` package),
+    condensed_tree_ (``hierarchy.CondensedTree``), core_distances_, timings_.
+
+    Mutual-reachability distances tie often (an edge's weight is often a core distance), so several minimum
+    spanning trees exist. This one keeps the least edge by (distance, smaller index, larger index), which every
+    backend shares; scikit-learn takes the one its Prim's search and sort happen to give. Given the same
+    single-linkage tree, labels and probabilities are scikit-learn's exactly; where three or more clusters merge
+    at one tied distance, a point at that merge may land in another cluster (see README).
+    """
+
+    def __init__(
+        self, min_cluster_size: int = 5, min_samples: int | None = None, cluster_selection_method: str = "eom",
+        cluster_selection_epsilon: float = 0.0, backend: str = "auto",
+    ):  # fmt: skip
+        self.min_cluster_size = min_cluster_size
+        self.min_samples = min_samples
+        self.cluster_selection_method = cluster_selection_method
+        self.cluster_selection_epsilon = cluster_selection_epsilon
+        self.backend = backend
+
+    def fit(self, X, y=None, progress: Progress | None = None) -> HDBSCAN:
+        self._check()
+        self._index(X, progress)
+        min_samples = self.min_cluster_size if self.min_samples is None else self.min_samples
+        if min_samples > self.indexed_.n_points:
+            raise ValueError(f"min_samples ({min_samples}) must be at most the number of points ({self.indexed_.n_points})")
+        self._tree = self._spanning_tree(min_samples, progress)
+        return self.set_selection()
+
+    def set_selection(self, min_cluster_size: int | None = None, method: str | None = None, epsilon: float | None = None) -> HDBSCAN:
+        """Select clusters again (new min_cluster_size, method or epsilon) from the cached tree."""
+        self._require_fit()
+        if min_cluster_size is not None:
+            self.min_cluster_size = min_cluster_size
+        if method is not None:
+            self.cluster_selection_method = method
+        if epsilon is not None:
+            self.cluster_selection_epsilon = epsilon
+        self._check()
+        started = time.perf_counter()
+        tree = self._tree
+        self.condensed_tree_ = hierarchy.condensed_tree(tree.u, tree.v, tree.w2, self.indexed_.n_points, self.min_cluster_size)
+        selection = hierarchy.select_clusters(self.condensed_tree_, self.cluster_selection_method, float(self.cluster_selection_epsilon))
+        self.labels_, self.probabilities_, self.outlier_scores_ = selection.labels, selection.probabilities, selection.outlier_scores
+        self.timings_["relabel"] = time.perf_counter() - started
+        return self
+
+    def to_frame(self, rows=None) -> pd.DataFrame:
+        """Per-point results: index, label, probability, outlier_score."""
+        self._require_fit()
+        index = np.arange(self.labels_.size) if rows is None else np.asarray(rows)
+        return pd.DataFrame({"index": index, "label": self.labels_, "probability": self.probabilities_,
+                             "outlier_score": self.outlier_scores_})  # fmt: skip
+
+    def _check(self) -> None:
+        size = self.min_cluster_size
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
+            raise ValueError(f"min_cluster_size must be a whole number >= 2, got {size!r}")
+        if self.min_samples is not None:
+            check_min_samples(self.min_samples)
+        if self.cluster_selection_method not in SELECTION_METHODS:
+            raise ValueError(f"cluster_selection_method must be one of {', '.join(SELECTION_METHODS)}, got {self.cluster_selection_method!r}")
+        check_eps(self.cluster_selection_epsilon, "cluster_selection_epsilon", allow_zero=True)
+
+
+def check_eps(eps, name: str = "eps", allow_zero: bool = False) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {eps!r}")
+    if not (np.isfinite(eps) and (eps > 0 or (allow_zero and eps == 0))):
+        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {eps!r}")

@@ -1,0 +1,238 @@
+"""DBSCAN and HDBSCAN on the CPU backend: every kernel against the brute-force oracle, the estimators against
+scikit-learn (and GLOSH against the hdbscan package) themselves."""
+
+import warnings
+
+import hdbscan
+import numpy as np
+import pytest
+import sklearn.cluster
+from hdbscan import _hdbscan_tree as hdbscan_tree
+from sklearn.cluster._hdbscan._tree import HIERARCHY_dtype, tree_to_labels
+
+from dpstudio.engine import DBSCAN, HDBSCAN, IndexedPoints, cpu
+from dpstudio.engine.hierarchy import single_linkage_chain, single_linkage_tree
+
+from . import oracle
+from .datasets import CASES, blobs
+
+
+def eps_values(sq, rng):
+    """Radii at a few quantiles of the pair distances, one exactly at a pair distance, one below every distance."""
+    positive = np.sqrt(sq[sq > 0].astype(np.float64))
+    if not positive.size:
+        return [1.0]
+    return [float(np.quantile(positive, q)) for q in (0.005, 0.05, 0.3)] + [float(rng.choice(positive)), positive.min() / 2]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_neighbours_equal_the_oracle(case, rng):
+    points = CASES[case](rng).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    tree = cpu.build_vptree(points)
+    for k in (1, 7, 8, 9, 20):  # below, at and above the index's own graph
+        ids, dists = cpu.knn(tree, k)
+        want_ids, want_dists = oracle.knn(sq, k)
+        np.testing.assert_array_equal(ids, want_ids)
+        np.testing.assert_array_equal(dists, want_dists)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("min_samples", [1, 2, 5, 10])
+def test_spanning_tree_equals_the_oracle(case, min_samples, rng):
+    points = CASES[case](rng).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    core = oracle.core_sq(sq, min_samples)
+    u, v, w2 = cpu.mst(cpu.build_vptree(points), core)
+    want_u, want_v, want_w2 = oracle.mst(sq, core)
+    np.testing.assert_array_equal(u, want_u)
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(w2, want_w2)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("min_samples", [1, 3, 10])
+def test_dbscan_equals_the_oracle_at_every_eps(case, min_samples, rng):
+    points = CASES[case](rng).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    model = DBSCAN(eps=1.0, min_samples=min_samples, backend="cpu").fit(points)
+    for eps in eps_values(sq, rng):
+        want, core = oracle.dbscan(sq, eps, min_samples)
+        model.set_eps(eps)
+        np.testing.assert_array_equal(model.labels_, want, err_msg=f"eps={eps}")
+        np.testing.assert_array_equal(model.core_sample_indices_, np.flatnonzero(core))
+        # and a fresh fit at that eps agrees with the relabel
+        np.testing.assert_array_equal(DBSCAN(eps=eps, min_samples=min_samples, backend="cpu").fit(points).labels_, want)
+
+
+def test_chain_runs_are_the_components_below_every_height(rng):
+    points = blobs(rng, 400).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    u, v, w2 = oracle.mst(sq, oracle.core_sq(sq, 4))
+    chain, gap = single_linkage_chain(u, v, w2, points.shape[0])
+    assert sorted(chain) == list(range(points.shape[0]))
+    for height in np.quantile(w2, [0.1, 0.5, 0.9, 0.99]).astype(np.float32):
+        root = np.arange(points.shape[0])
+
+        def find(x):
+            while root[x] != x:
+                x = root[x]
+            return x
+
+        for a, b, w in zip(u, v, w2):
+            if w <= height:
+                root[find(a)] = find(b)
+        components = np.array([find(p) for p in chain])
+        runs = np.concatenate([[0], np.cumsum(gap > height)])
+        # same partition: a run never spans two components and a component is never split over two runs
+        assert len(set(zip(runs, components))) == len(set(runs)) == len(set(components))
+
+
+def sklearn_safe_blobs(rng, n, d, noise):
+    """Blobs plus uniform noise, in float32 so that scikit-learn sees the very same points."""
+    points = np.concatenate([blobs(rng, n, d), rng.uniform(-15, 15, size=(noise, d))])
+    return points.astype(np.float32)
+
+
+def eps_off_the_rounding_band(points, rng, quantile):
+    """A radius that no pair distance comes within 1e-5 (relative) of: float32 and float64 distances agree there."""
+    exact = np.sqrt(oracle.exact_sq_dists(points))
+    eps = float(np.quantile(exact[exact > 0], quantile))
+    while np.any(np.abs(exact - eps) < 1e-5 * eps):
+        eps *= 1 + 1e-4 * rng.uniform(1, 2)
+    return eps
+
+
+@pytest.mark.parametrize("d", [2, 3, 16])
+def test_dbscan_equals_scikit_learn(d, rng):
+    points = sklearn_safe_blobs(rng, 1500, d, 150)
+    index = IndexedPoints(points, backend="cpu")
+    for min_samples in (5, 10, 17, 30):  # up to 17 reuse the first neighbour list, 30 makes a longer one
+        model = DBSCAN(min_samples=min_samples, backend="cpu").fit(index) if min_samples == 5 else model.set_min_samples(min_samples)
+        for quantile in (0.002, 0.01, 0.05):
+            eps = eps_off_the_rounding_band(points, rng, quantile)
+            want = sklearn.cluster.DBSCAN(eps=eps, min_samples=min_samples).fit(points.astype(np.float64))
+            model.set_eps(eps)
+            np.testing.assert_array_equal(model.labels_, want.labels_)
+            np.testing.assert_array_equal(model.core_sample_indices_, want.core_sample_indices_)
+
+
+def reference_hdbscan(points, **params):
+    """scikit-learn's HDBSCAN; with cluster_selection_epsilon the hdbscan package's, because scikit-learn 1.9's
+    epsilon search converts a one-element array to a scalar, which NumPy 2.4 refuses."""
+    if params.get("cluster_selection_epsilon"):
+        return hdbscan.HDBSCAN(**params).fit(points.astype(np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns about its future default of copy
+        return sklearn.cluster.HDBSCAN(**params).fit(points.astype(np.float64))
+
+
+def reference_selection(left, right, height, size, params):
+    """(labels, probabilities) that scikit-learn (or, with epsilon, the hdbscan package) selects on a given tree."""
+    method = params.get("cluster_selection_method", "eom")
+    epsilon = params.get("cluster_selection_epsilon", 0.0)
+    if epsilon:
+        condensed = hdbscan_tree.condense_tree(np.column_stack([left, right, height, size]).astype(np.float64), params["min_cluster_size"])
+        return hdbscan_tree.get_clusters(condensed, hdbscan_tree.compute_stability(condensed), method, False, False, epsilon)[:2]
+    linkage = np.empty(left.size, HIERARCHY_dtype)
+    linkage["left_node"], linkage["right_node"], linkage["value"], linkage["cluster_size"] = left, right, height, size
+    return tree_to_labels(linkage, params["min_cluster_size"], method, False, 0.0)
+
+
+SELECTIONS = [
+    {"min_cluster_size": 5},
+    {"min_cluster_size": 15, "cluster_selection_method": "leaf"},
+    {"min_cluster_size": 8, "cluster_selection_epsilon": 1.5},
+    {"min_cluster_size": 30},
+]
+
+
+@pytest.mark.parametrize("params", [p for p in SELECTIONS if "cluster_selection_epsilon" not in p])
+def test_hdbscan_equals_scikit_learn_without_ties(params, rng):
+    # min_samples=1: mutual reachability is the distance itself, so random points leave no ties to break.
+    # (epsilon is compared on the same tree below: scikit-learn cannot run it here, and the hdbscan package
+    # numbers clusters by its own Boruvka tree's left/right order.)
+    points = sklearn_safe_blobs(rng, 1200, 2, 120)
+    got = HDBSCAN(min_samples=1, backend="cpu", **params).fit(points)
+    want = reference_hdbscan(points, min_samples=1, **params)
+    assert want.labels_.max() >= 1
+    np.testing.assert_array_equal(got.labels_, want.labels_)
+    np.testing.assert_allclose(got.probabilities_, want.probabilities_, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("params", SELECTIONS)
+@pytest.mark.parametrize("min_samples", [None, 3, 10])
+def test_hdbscan_equals_scikit_learn_on_the_same_tree(params, min_samples, rng):
+    """With core distances, equal mutual-reachability distances abound and the single-linkage tree depends on how
+    they are broken. The merge heights are unique and must equal scikit-learn's; given our tree, scikit-learn's
+    own selection must give our labels and probabilities, and the hdbscan package our GLOSH scores."""
+    points = sklearn_safe_blobs(rng, 1200, 2, 120)
+    got = HDBSCAN(min_samples=min_samples, backend="cpu", **params).fit(points)
+    tree_params = {**params, "cluster_selection_epsilon": 0.0}  # the tree does not depend on the selection
+    reference = reference_hdbscan(points, min_samples=min_samples, **tree_params)
+    tree = got._tree
+    left, right, height, size = single_linkage_tree(tree.u, tree.v, tree.w2, points.shape[0])
+    np.testing.assert_allclose(height, np.sort(reference._single_linkage_tree_["value"]), rtol=1e-6)
+
+    labels, probabilities = reference_selection(left, right, height, size, params)
+    np.testing.assert_array_equal(got.labels_, labels)
+    np.testing.assert_allclose(got.probabilities_, probabilities, rtol=1e-12)
+    condensed = hdbscan_tree.condense_tree(np.column_stack([left, right, height, size]).astype(np.float64), params["min_cluster_size"])
+    np.testing.assert_allclose(got.outlier_scores_, hdbscan_tree.outlier_scores(condensed), rtol=1e-12, atol=1e-12)
+
+
+def test_hdbscan_outlier_scores_equal_the_hdbscan_package_without_ties(rng):
+    points = sklearn_safe_blobs(rng, 1000, 2, 100)
+    got = HDBSCAN(min_cluster_size=10, min_samples=1, backend="cpu").fit(points)
+    want = hdbscan.HDBSCAN(min_cluster_size=10, min_samples=1).fit(points.astype(np.float64))
+    np.testing.assert_array_equal(got.labels_, want.labels_)
+    np.testing.assert_allclose(got.outlier_scores_, want.outlier_scores_, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_hdbscan_runs_on_degenerate_data(case, rng):
+    points = CASES[case](rng).astype(np.float32)
+    model = HDBSCAN(min_cluster_size=2, min_samples=min(2, points.shape[0]), backend="cpu").fit(points)
+    labels = model.labels_
+    assert labels.shape == (points.shape[0],) and labels.min() >= -1
+    assert np.all((model.probabilities_ >= 0) & (model.probabilities_ <= 1))
+    np.testing.assert_array_equal(model.probabilities_[labels < 0], 0)
+
+
+def test_estimators_share_one_index_and_cache_per_min_samples(rng):
+    points = blobs(rng, 2000).astype(np.float32)
+    index = IndexedPoints(points, backend="cpu")
+    first = DBSCAN(eps=0.5, min_samples=10, backend="cpu").fit(index)
+    second = HDBSCAN(min_cluster_size=10, backend="cpu").fit(index)
+    assert second.timings_["mst"] == 0.0 and second._tree is first._tree  # same min_samples: not rebuilt
+    assert first.get_params() == {"eps": 0.5, "min_samples": 10, "backend": "cpu"}
+    assert repr(first) == "DBSCAN(min_samples=10, backend='cpu')"  # eps=0.5 is the default
+    assert isinstance(first.fit_predict(index), np.ndarray)
+    frame = second.to_frame()
+    assert list(frame.columns) == ["index", "label", "probability", "outlier_score"]
+    np.testing.assert_allclose(first.core_distances_, np.sqrt(oracle.core_sq(oracle.rule_sq_dists(points), 10).astype(np.float64)))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: DBSCAN(eps=0), "eps must be a finite number > 0"),
+        (lambda: DBSCAN(eps=float("nan")), "eps must be a finite number > 0"),
+        (lambda: DBSCAN(min_samples=0), "min_samples must be a whole number >= 1"),
+        (lambda: DBSCAN(min_samples=2.5), "min_samples must be a whole number >= 1"),
+        (lambda: HDBSCAN(min_cluster_size=1), "min_cluster_size must be a whole number >= 2"),
+        (lambda: HDBSCAN(cluster_selection_method="top"), "cluster_selection_method must be one of eom, leaf"),
+        (lambda: HDBSCAN(cluster_selection_epsilon=-1.0), "cluster_selection_epsilon must be a finite number >= 0"),
+        (lambda: HDBSCAN(min_cluster_size=5, min_samples=50), r"min_samples \(50\) must be at most the number of points"),
+    ],
+)
+def test_bad_parameters_say_what_is_wrong(make, message, rng):
+    with pytest.raises(ValueError, match=message):
+        make().set_params(backend="cpu").fit(blobs(rng, 40))
+
+
+def test_unfitted_estimators_say_so():
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        DBSCAN().labels_
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        HDBSCAN().set_selection(method="leaf")
