@@ -281,3 +281,37 @@ def test_dbscan_labels_checks_its_inputs(rng):
         gpu.dbscan_labels(cp.asarray(chain), cp.asarray(gap[1:]), core, ids, sq, np.float32(0.5))
     with pytest.raises(ValueError, match="k <="):
         gpu.knn(tree_of(blobs(rng, 100)), 1000)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the estimators on the GPU backend
+
+
+@pytest.mark.parametrize(("n", "d"), [(30_000, 2), (4_000, 57)])
+def test_estimators_on_the_gpu_equal_the_cpu(n, d, rng):
+    """DBSCAN and HDBSCAN fitted with backend="gpu" give the CPU backend's results: labels and cores, after a new eps
+    and a new min_samples too."""
+    from dpstudio.engine import DBSCAN, HDBSCAN
+
+    points = as_points(blobs(rng, n, d))
+    points[rng.integers(0, n, n // 50)] = points[0]
+    on_cpu = DBSCAN(min_samples=10, backend="cpu").fit(points)
+    reach = np.sort(on_cpu.core_distances_)
+    eps_list = [float(reach[n // 10]), float(reach[n // 2]), float(reach[(9 * n) // 10]), 0.0]
+    on_cpu.set_eps(eps_list[0])
+    on_gpu = DBSCAN(eps=eps_list[0], min_samples=10, backend="gpu").fit(points)
+    for min_samples in [10, 4]:
+        if min_samples != 10:
+            on_cpu.set_min_samples(min_samples)
+            on_gpu.set_min_samples(min_samples)
+        np.testing.assert_array_equal(on_gpu.core_distances_, on_cpu.core_distances_)
+        for eps in eps_list:
+            on_cpu.set_eps(eps)
+            on_gpu.set_eps(eps)
+            np.testing.assert_array_equal(on_gpu.labels_, on_cpu.labels_, err_msg=f"eps={eps!r}")
+            np.testing.assert_array_equal(on_gpu.core_sample_indices_, on_cpu.core_sample_indices_)
+    hdbscan_cpu = HDBSCAN(min_cluster_size=25, backend="cpu").fit(points)
+    hdbscan_gpu = HDBSCAN(min_cluster_size=25, backend="gpu").fit(points)
+    np.testing.assert_array_equal(hdbscan_gpu.labels_, hdbscan_cpu.labels_)
+    np.testing.assert_array_equal(hdbscan_gpu.probabilities_, hdbscan_cpu.probabilities_)
+    gpu.free_memory()
