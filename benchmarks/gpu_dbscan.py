@@ -6,8 +6,7 @@
 Gaussian blobs. eps is the 70th percentile of the core distances. The brute force runs where its all-pairs work
 stays under --brute-pairs (it is quadratic: 10M points would take many minutes) and its labels must equal the
 engine's. Times are medians of wall-clock runs between device synchronisations (build) or of CUDA-event timings
-(dbscan_labels). The single-linkage chain is host code (dpstudio.engine.hierarchy once it exists) and is listed
-apart.
+(dbscan_labels). The single-linkage chain is host code (dpstudio.engine.hierarchy) and is listed apart.
 """
 
 from __future__ import annotations
@@ -16,43 +15,10 @@ import argparse
 import statistics
 import time
 
-import numba as nb
 import numpy as np
 
 from dpstudio.engine import get_backend
-
-try:
-    from dpstudio.engine.hierarchy import single_linkage_chain
-except ImportError:  # until the shared host code is merged: Kruskal written out, each merge appending b's points
-
-    @nb.njit(cache=True)
-    def single_linkage_chain(u, v, w2, n):
-        root, head, tail = np.arange(n), np.arange(n), np.arange(n)
-        after, gap_after = np.full(n, -1), np.zeros(n, np.float32)
-        for e in range(u.shape[0]):
-            a, b = u[e], v[e]
-            while root[a] != a:
-                root[a] = root[root[a]]
-                a = root[a]
-            while root[b] != b:
-                root[b] = root[root[b]]
-                b = root[b]
-            after[tail[a]], gap_after[tail[a]] = head[b], w2[e]
-            tail[a] = tail[b]
-            root[b] = a
-        r = 0
-        while root[r] != r:
-            r = root[r]
-        chain = np.empty(n, np.int64)
-        t = head[r]
-        for i in range(n):
-            chain[i] = t
-            t = after[t]
-        gap = np.empty(max(n - 1, 0), np.float32)
-        for i in range(n - 1):
-            gap[i] = gap_after[chain[i]]
-        return chain, gap
-
+from dpstudio.engine.hierarchy import single_linkage_chain
 
 def blobs(n: int, d: int, seed: int = 0) -> np.ndarray:
     """Five unit Gaussian blobs, centres spread over a few standard deviations."""

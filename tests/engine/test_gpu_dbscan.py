@@ -6,6 +6,7 @@ import pytest
 
 from dpstudio.engine import get_backend
 from dpstudio.engine.backends import BackendUnavailable
+from dpstudio.engine.hierarchy import single_linkage_chain
 
 from . import oracle
 from .datasets import CASES, blobs
@@ -19,34 +20,6 @@ else:
     import cupy as cp
 
     from dpstudio.engine.gpu import brute
-
-try:
-    from dpstudio.engine.hierarchy import single_linkage_chain
-except ImportError:  # the shared host code is not on this branch yet: Kruskal written out
-
-    def single_linkage_chain(u, v, w2, n):
-        """(chain, gap): Kruskal in key order, each merge putting the second component's points after the first's."""
-        u, v, w2 = (np.asarray(a) for a in (u, v, w2))
-        root, head, tail = np.arange(n), np.arange(n), np.arange(n)
-        after, gap_after = np.full(n, -1), np.zeros(n, np.float32)
-
-        def find(x):
-            while root[x] != x:
-                root[x] = root[root[x]]
-                x = root[x]
-            return x
-
-        for a, b, w in zip(u, v, w2):
-            ra, rb = find(a), find(b)
-            after[tail[ra]], gap_after[tail[ra]] = head[rb], w
-            tail[ra] = tail[rb]
-            root[rb] = ra
-        chain = [head[find(0)]] if n else []
-        while len(chain) < n:
-            chain.append(after[chain[-1]])
-        chain = np.array(chain, np.int64)
-        return chain, gap_after[chain[:-1]].astype(np.float32)
-
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
 
