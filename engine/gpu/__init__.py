@@ -306,3 +306,9 @@ def points_in_polygon(x: cp.ndarray, y: cp.ndarray, polygon: cp.ndarray) -> cp.n
     inside = _output(x.shape[0], cp.bool_)
     _launch("points_in_polygon", x.shape[0], x, y, _I64(x.shape[0]), polygon, _I32(polygon.shape[0]), inside)
     return inside
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the DBSCAN family: kNN, mutual-reachability MST, DBSCAN labels (graph.py, graph.cu)
+
+from .graph import dbscan_labels, knn, mst  # noqa: E402  (graph.py uses the helpers above)
