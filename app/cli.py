@@ -9,9 +9,12 @@ import time
 
 import numpy as np
 
-from dpstudio.engine import BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
+from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
 from dpstudio.engine.backends import BACKENDS
+from dpstudio.engine.dbscan import SELECTION_METHODS
 from dpstudio.engine.indexed import KERNELS
+
+METHODS = ("dpc", "dbscan", "hdbscan")
 
 EXIT_BAD_INPUT = 2
 
@@ -47,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     cluster = commands.add_parser("cluster", help="cluster a data file and print a summary")
     cluster.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
     cluster.add_argument("--columns", type=_names, help="comma-separated columns to use (default: every numeric one)")
+    cluster.add_argument("--method", choices=METHODS, default="dpc", help="density peaks (default), DBSCAN or HDBSCAN")
+    cluster.add_argument("--eps", type=float, help="DBSCAN radius (default: the knee of the sorted core distances)")
+    cluster.add_argument("--min-samples", type=int, help="DBSCAN/HDBSCAN core size, the point counted (default 5; HDBSCAN: min cluster size)")
+    cluster.add_argument("--min-cluster-size", type=int, default=5, help="HDBSCAN smallest cluster (default 5)")
+    cluster.add_argument("--selection", choices=SELECTION_METHODS, default="eom", help="HDBSCAN cluster selection (default eom)")
     dc = cluster.add_mutually_exclusive_group()
     dc.add_argument("--dc", type=float, help="cut-off distance")
     dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
@@ -57,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     cluster.add_argument("--standardize", action="store_true", help="z-score each column first")
     cluster.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
-    cluster.add_argument("--out", metavar="FILE", help="write index,label,halo,rho,delta,parent to FILE.csv or FILE.parquet")
+    cluster.add_argument("--out", metavar="FILE", help="write one row per point to FILE.csv or FILE.parquet (columns: see README)")
     cluster.add_argument("--backend", choices=BACKENDS, default="auto")
     cluster.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     cluster.set_defaults(run=_cluster)
@@ -107,33 +115,58 @@ def _cluster(args) -> int:
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     started = time.perf_counter()
     with _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
-        dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, kernel=args.kernel, backend=args.backend)
-        dp.fit(points.values, progress=progress)
-    dp.assign(**args.centers)
-    halo = dp.halo_
+        model, facts = _CLUSTER_METHODS[args.method](args, points.values, progress)
     if args.out:
-        write_labels(args.out, dp.to_frame(points.rows))
-    sizes = np.bincount(dp.labels_, minlength=len(dp.centers_))
+        write_labels(args.out, model.to_frame(points.rows))
+    labels = model.labels_
     facts = {
         "input": args.input,
+        "method": args.method,
         "n_points": int(points.values.shape[0]),
         "n_dims": int(points.values.shape[1]),
         "columns": list(points.columns),
         "dropped_rows": int(points.dropped_rows.size),
-        "backend": dp._backend.device_name(),
-        "kernel": dp.kernel_,
-        "dc": dp.dc_,
-        "dc_rule": "given" if args.dc is not None else f"{args.dc_percent:g}% rule",
-        "n_clusters": int(len(dp.centers_)),
-        "centers": [int(c) for c in points.rows[dp.centers_]],
-        "cluster_sizes": [int(s) for s in sizes],
-        "halo_count": int(halo.sum()),
-        "timings": {k: round(v, 4) for k, v in dp.timings_.items()},
+        "backend": model._backend.device_name(),
+        **facts,
+        "n_clusters": int(labels.max()) + 1,
+        "cluster_sizes": [int(s) for s in np.bincount(labels[labels >= 0], minlength=int(labels.max()) + 1)],
+        "noise_count": int((labels < 0).sum()),
+        "timings": {k: round(v, 4) for k, v in model.timings_.items()},
         "total_seconds": round(time.perf_counter() - started, 4),
         "output": args.out,
     }
+    if args.method == "dpc":
+        facts["centers"] = [int(c) for c in points.rows[model.centers_]]
+        del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
     print(json.dumps(facts) if args.json else _summary(facts))
     return 0
+
+
+def _density_peaks(args, values, progress):
+    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, kernel=args.kernel, backend=args.backend)
+    dp.fit(values, progress=progress).assign(**args.centers)
+    facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else f"{args.dc_percent:g}% rule",
+             "halo_count": int(dp.halo_.sum())}  # fmt: skip
+    return dp, facts
+
+
+def _dbscan(args, values, progress):
+    model = DBSCAN(eps=args.eps, min_samples=5 if args.min_samples is None else args.min_samples, backend=args.backend).fit(values, progress=progress)
+    facts = {"eps": model.eps_, "eps_rule": "given" if args.eps is not None else "knee of the core distances",
+             "min_samples": model.min_samples_, "core_count": int(model.core_sample_indices_.size)}  # fmt: skip
+    return model, facts
+
+
+def _hdbscan(args, values, progress):
+    model = HDBSCAN(min_cluster_size=args.min_cluster_size, min_samples=args.min_samples,
+                    cluster_selection_method=args.selection, backend=args.backend)  # fmt: skip
+    model.fit(values, progress=progress)
+    facts = {"min_cluster_size": model.min_cluster_size, "min_samples": model.min_samples or model.min_cluster_size,
+             "selection": model.cluster_selection_method}  # fmt: skip
+    return model, facts
+
+
+_CLUSTER_METHODS = {"dpc": _density_peaks, "dbscan": _dbscan, "hdbscan": _hdbscan}
 
 
 def _summary(facts: dict) -> str:
@@ -141,10 +174,20 @@ def _summary(facts: dict) -> str:
     lines = [
         f"points    {facts['n_points']} x {facts['n_dims']} ({', '.join(facts['columns'])}){dropped}",
         f"backend   {facts['backend']}",
-        f"dc        {facts['dc']:.6g} ({facts['dc_rule']}, {facts['kernel']} kernel)",
-        f"clusters  {facts['n_clusters']}: sizes {' '.join(map(str, facts['cluster_sizes']))}",
-        f"centers   {' '.join(map(str, facts['centers']))}",
-        f"halo      {facts['halo_count']} points",
+    ]
+    if facts["method"] == "dpc":
+        lines.append(f"dc        {facts['dc']:.6g} ({facts['dc_rule']}, {facts['kernel']} kernel)")
+    elif facts["method"] == "dbscan":
+        lines.append(f"dbscan    eps {facts['eps']:.6g} ({facts['eps_rule']}), min_samples {facts['min_samples']}")
+    else:
+        lines.append(f"hdbscan   min_cluster_size {facts['min_cluster_size']}, min_samples {facts['min_samples']}, {facts['selection']} selection")
+    lines.append(f"clusters  {facts['n_clusters']}: sizes {' '.join(map(str, facts['cluster_sizes']))}")
+    if facts["method"] == "dpc":
+        lines += [f"centers   {' '.join(map(str, facts['centers']))}", f"halo      {facts['halo_count']} points"]
+    else:
+        core = f" ({facts['core_count']} core points)" if "core_count" in facts else ""
+        lines.append(f"noise     {facts['noise_count']} points{core}")
+    lines += [
         "time      " + " | ".join(f"{k} {v:.3f} s" for k, v in facts["timings"].items()) + f" | total {facts['total_seconds']:.3f} s",
     ]
     if facts["output"]:

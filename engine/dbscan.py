@@ -55,9 +55,10 @@ class DBSCAN(_OnIndex):
 
     Parameters
     ----------
-    eps : float
+    eps : float or None
         Neighbourhood radius: q is a neighbour of p iff ``d(p, q) <= eps``, decided as
         ``float32(sum_k (p_k - q_k)^2) <= float32(eps^2)`` (the float32 rule of the whole engine).
+        None: the knee of the sorted core distances (``suggest_eps``).
     min_samples : int
         A point is core when at least min_samples points (itself counted) lie within eps.
     backend : {"auto", "cpu", "gpu"}
@@ -71,19 +72,20 @@ class DBSCAN(_OnIndex):
     labels_, core_sample_indices_, core_distances_, eps_, min_samples_, timings_; ``indexed_`` holds the shared index.
     """
 
-    def __init__(self, eps: float = 0.5, min_samples: int = 5, backend: str = "auto"):
+    def __init__(self, eps: float | None = 0.5, min_samples: int = 5, backend: str = "auto"):
         self.eps = eps
         self.min_samples = min_samples
         self.backend = backend
 
     def fit(self, X, y=None, progress: Progress | None = None) -> DBSCAN:
         """Index X (or share an ``IndexedPoints``), build the tree for min_samples, label at eps."""
-        check_eps(self.eps)
+        if self.eps is not None:
+            check_eps(self.eps)
         check_min_samples(self.min_samples)
         self._index(X, progress)
         self._tree = self._spanning_tree(self.min_samples, progress)
         self.min_samples_ = self.min_samples
-        return self.set_eps(self.eps)
+        return self.set_eps(suggest_eps(self.core_distances_) if self.eps is None else self.eps)
 
     def set_eps(self, eps: float) -> DBSCAN:
         """Relabel at a new eps from the cached tree: no distance is computed."""
@@ -200,6 +202,17 @@ class HDBSCAN(_OnIndex):
         if self.cluster_selection_method not in SELECTION_METHODS:
             raise ValueError(f"cluster_selection_method must be one of {', '.join(SELECTION_METHODS)}, got {self.cluster_selection_method!r}")
         check_eps(self.cluster_selection_epsilon, "cluster_selection_epsilon", allow_zero=True)
+
+
+def suggest_eps(core_distances: np.ndarray) -> float:
+    """The knee of the sorted core distances (the k-distance plot): the point farthest below the straight line
+    from the smallest to the largest finite value, both axes scaled to [0, 1]. Points left of it are dense."""
+    values = np.sort(core_distances[np.isfinite(core_distances)])
+    if values.size == 0 or values[-1] == values[0]:
+        return float(values[-1]) if values.size and values[-1] > 0 else 1.0
+    below_chord = np.linspace(0, 1, values.size) - (values - values[0]) / (values[-1] - values[0])
+    knee = float(values[int(np.argmax(below_chord))])
+    return knee if knee > 0 else float(values[values > 0][0])
 
 
 def check_eps(eps, name: str = "eps", allow_zero: bool = False) -> None:

@@ -81,9 +81,10 @@ def knn(tree: VPTree, k: int, progress=None) -> tuple[cp.ndarray, cp.ndarray]:
 
 
 @_backend._gpu_memory("computing the minimum spanning tree")
-def mst(tree: VPTree, core_sq: cp.ndarray, progress=None) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
+def mst(tree: VPTree, core_sq: cp.ndarray, neighbours=None, progress=None) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
     """(u, v, w2): the N - 1 edges of the minimum spanning tree of mutual reachability, u < v original indices,
     w2 = max(core_sq[u], core_sq[v], d2(u, v)), sorted by the key (w2, u, v) that makes the tree unique.
+    ``neighbours`` (the CPU's shortcut for points its lists decide) is not needed here: every point walks.
 
     Borůvka over the VP-tree: per round every point finds its best edge to another component (graph.cu), each
     component keeps its minimum, and components hook onto the ones their edges lead to. No host loop over points;

@@ -41,6 +41,34 @@ def test_json_parquet_and_every_center_syntax(tmp_path):
     assert len(pd.read_parquet(out)) == 1920
 
 
+def test_dbscan_and_hdbscan_write_what_scikit_learn_finds(tmp_path):
+    import sklearn.cluster
+
+    path = sample_data.path("noisy")
+    points = pd.read_csv(path).to_numpy(np.float32).astype(np.float64)
+    result = dpstudio("cluster", path, "--method", "dbscan", "--eps", "0.45", "--min-samples", "8", "--out", tmp_path / "d.csv")
+    assert result.returncode == 0, result.stderr
+    assert "dbscan    eps 0.45 (given), min_samples 8" in result.stdout and "noise     " in result.stdout
+    table = pd.read_csv(tmp_path / "d.csv")
+    want = sklearn.cluster.DBSCAN(eps=0.45, min_samples=8).fit(points)
+    assert list(table.columns) == ["index", "label", "core"]
+    np.testing.assert_array_equal(table["label"], want.labels_)
+    np.testing.assert_array_equal(np.flatnonzero(table["core"]), want.core_sample_indices_)
+
+    knee = json.loads(dpstudio("cluster", path, "--method", "dbscan", "--json").stdout)
+    assert knee["eps_rule"] == "knee of the core distances" and knee["min_samples"] == 5 and knee["n_clusters"] >= 2
+    assert knee["noise_count"] + sum(knee["cluster_sizes"]) == 1920
+
+    result = dpstudio("cluster", path, "--method", "hdbscan", "--min-cluster-size", "15", "--selection", "leaf", "--json",
+                      "--out", tmp_path / "h.parquet")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["method"] == "hdbscan" and facts["min_samples"] == 15 and facts["selection"] == "leaf"
+    table = pd.read_parquet(tmp_path / "h.parquet")
+    assert list(table.columns) == ["index", "label", "probability", "outlier_score"]
+    assert facts["noise_count"] == int((table["label"] < 0).sum()) > 0
+
+
 def test_columns_standardize_and_dropped_rows(tmp_path):
     frame = pd.DataFrame({"id": [f"p{i}" for i in range(60)], "a": np.arange(60.0), "b": np.arange(60.0) % 7, "c": 1.0})
     frame.loc[5, "a"] = np.nan
@@ -65,6 +93,10 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{good}", "--out", "labels.json"], "use a .csv or .parquet"),
         (["{good}", "--dc", "1", "--dc-percent", "2"], "not allowed with argument"),
         (["{good}", "--centers", "99,"], "out of range"),
+        (["{good}", "--method", "dbscan", "--eps", "0"], "eps must be a finite number > 0"),
+        (["{good}", "--method", "dbscan", "--min-samples", "0"], "min_samples must be a whole number >= 1"),
+        (["{good}", "--method", "hdbscan", "--min-cluster-size", "1"], "min_cluster_size must be a whole number >= 2"),
+        (["{good}", "--method", "hdbscan", "--min-cluster-size", "50"], "min_samples (50) must be at most the number of points"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
