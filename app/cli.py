@@ -70,8 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     cluster.set_defaults(run=_cluster)
 
-    bench = commands.add_parser("bench", help="time the engine against scipy's cKDTree and print a table")
-    bench.add_argument("--sizes", type=_ints, default=[10_000, 100_000, 1_000_000], help="comma-separated N (default 10000,100000,1000000)")
+    bench = commands.add_parser("bench", help="time the engine against baselines in the same run and print a table")
+    bench.add_argument("--method", choices=("dpc", "dbscan"), default="dpc",
+                       help="dpc: rho and delta against scipy's cKDTree; dbscan: build and eps change against scikit-learn / all-pairs")  # fmt: skip
+    bench.add_argument("--sizes", type=_ints, help="comma-separated N (default dpc 10000,100000,1000000; dbscan 100000,1000000)")
     bench.add_argument("--dims", type=_ints, default=[2, 3, 16], help="comma-separated d (default 2,3,16)")
     bench.add_argument("--backend", choices=BACKENDS, default="cpu")
     bench.add_argument("--baseline-queries", type=int, default=20_000,
@@ -229,9 +231,15 @@ def _serve(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.method == "dbscan":
+        from .bench_dbscan import run_dbscan_bench
+
+        run_dbscan_bench(sizes=args.sizes or [100_000, 1_000_000], backend=args.backend, markdown=args.markdown)
+        return 0
     from .bench import run_bench
 
-    run_bench(sizes=args.sizes, dims=args.dims, backend=args.backend, baseline_queries=args.baseline_queries, markdown=args.markdown)
+    run_bench(sizes=args.sizes or [10_000, 100_000, 1_000_000], dims=args.dims, backend=args.backend,
+              baseline_queries=args.baseline_queries, markdown=args.markdown)  # fmt: skip
     return 0
 
 

@@ -30,14 +30,19 @@ def _find(root, x):
 @nb.njit(nogil=True, cache=True)
 def _chain(u, v, w2, n):
     root = np.arange(n)
+    size = np.ones(n, np.int64)
     head, tail = np.arange(n), np.arange(n)
     successor = np.full(n, -1, np.int64)
     gap_after = np.full(n, np.inf, np.float32)
     for e in range(u.shape[0]):  # Kruskal: each merge appends one run behind the other
         a, b = _find(root, u[e]), _find(root, v[e])
         successor[tail[a]], gap_after[tail[a]] = head[b], w2[e]
+        first, last = head[a], tail[b]
+        if size[a] < size[b]:  # union by size keeps the finds short
+            a, b = b, a
         root[b] = a
-        tail[a] = tail[b]
+        size[a] += size[b]
+        head[a], tail[a] = first, last
     chain = np.empty(n, np.int64)
     gap = np.empty(max(n - 1, 0), np.float32)
     p = head[_find(root, 0)]

@@ -1,6 +1,6 @@
 """Brute-force all-pairs kernels on the GPU (brute.cu): rho and delta (the baseline of ``dpstudio bench --backend
-gpu``), DBSCAN as cuML computes it (the baseline of benchmarks/gpu_dbscan.py) and the mutual-reachability MST by
-all-pairs Borůvka rounds; exact references for the GPU tests at sizes where the NumPy oracle would take hours."""
+gpu``), DBSCAN as cuML computes it (the baseline of ``dpstudio bench --method dbscan --backend gpu``) and the
+mutual-reachability MST by all-pairs Borůvka rounds; exact references for the GPU tests at sizes where the NumPy oracle would take hours."""
 
 from __future__ import annotations
 
