@@ -44,8 +44,10 @@ def _border_labels(labels, core, knn_ids, knn_sq, eps2):
             continue
         best = -1
         for c in range(k):
+            if knn_sq[i, c] > eps2:
+                break  # the list is nearest first: the rest is farther still
             j = knn_ids[i, c]
-            if j >= 0 and knn_sq[i, c] <= eps2 and core[j] and (best < 0 or labels[j] < best):
+            if j >= 0 and core[j] and (best < 0 or labels[j] < best):
                 best = labels[j]
         out[i] = best
     return out
