@@ -12,7 +12,7 @@ import numpy as np
 from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
-from dpstudio.engine.indexed import KERNELS
+from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 METHODS = ("dpc", "dbscan", "hdbscan")
 
@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--method", choices=METHODS, default="dpc", help="density peaks (default), DBSCAN or HDBSCAN")
     cluster.add_argument("--eps", type=float, help="DBSCAN radius (default: the knee of the sorted core distances)")
     cluster.add_argument("--min-samples", type=int, help="DBSCAN/HDBSCAN core size, the point counted (default 5; HDBSCAN: min cluster size)")
+    cluster.add_argument("--neighbors", choices=NEIGHBOR_MODES, default="exact",
+                         help="DBSCAN: exact, or approximate (NN-descent lists, for high dimensions; CPU)")  # fmt: skip
     cluster.add_argument("--min-cluster-size", type=int, default=5, help="HDBSCAN smallest cluster (default 5)")
     cluster.add_argument("--selection", choices=SELECTION_METHODS, default="eom", help="HDBSCAN cluster selection (default eom)")
     dc = cluster.add_mutually_exclusive_group()
@@ -153,9 +155,13 @@ def _density_peaks(args, values, progress):
 
 
 def _dbscan(args, values, progress):
-    model = DBSCAN(eps=args.eps, min_samples=5 if args.min_samples is None else args.min_samples, backend=args.backend).fit(values, progress=progress)
+    model = DBSCAN(eps=args.eps, min_samples=5 if args.min_samples is None else args.min_samples,
+                   neighbors=args.neighbors, backend=args.backend).fit(values, progress=progress)  # fmt: skip
     facts = {"eps": model.eps_, "eps_rule": "given" if args.eps is not None else "knee of the core distances",
-             "min_samples": model.min_samples_, "core_count": int(model.core_sample_indices_.size)}  # fmt: skip
+             "min_samples": model.min_samples_, "core_count": int(model.core_sample_indices_.size),
+             "neighbors": args.neighbors}  # fmt: skip
+    if args.neighbors == "approximate":
+        facts["saturated_cores"] = model.saturated_cores_
     return model, facts
 
 
@@ -180,7 +186,9 @@ def _summary(facts: dict) -> str:
     if facts["method"] == "dpc":
         lines.append(f"dc        {facts['dc']:.6g} ({facts['dc_rule']}, {facts['kernel']} kernel)")
     elif facts["method"] == "dbscan":
-        lines.append(f"dbscan    eps {facts['eps']:.6g} ({facts['eps_rule']}), min_samples {facts['min_samples']}")
+        lines.append(f"dbscan    eps {facts['eps']:.6g} ({facts['eps_rule']}), min_samples {facts['min_samples']}, {facts['neighbors']} neighbours")
+        if "saturated_cores" in facts:
+            lines.append(f"certify   {facts['saturated_cores']} saturated cores (0: exact if the lists are the true nearest)")
     else:
         lines.append(f"hdbscan   min_cluster_size {facts['min_cluster_size']}, min_samples {facts['min_samples']}, {facts['selection']} selection")
     lines.append(f"clusters  {facts['n_clusters']}: sizes {' '.join(map(str, facts['cluster_sizes']))}")

@@ -32,9 +32,9 @@ class _OnIndex(ParamsMixin):
         self._backend = self.indexed_.backend
         self.n_features_in_ = self.indexed_.n_dims
 
-    def _spanning_tree(self, min_samples: int, progress: Progress | None) -> SpanningTree:
+    def _spanning_tree(self, min_samples: int, progress: Progress | None, neighbors: str = "exact") -> SpanningTree:
         self._require_fit(needs="indexed_")
-        return self.indexed_.spanning_tree(min_samples, progress=progress, timings=self.timings_)
+        return self.indexed_.spanning_tree(min_samples, neighbors, progress=progress, timings=self.timings_)
 
     @property
     def core_distances_(self) -> np.ndarray:
@@ -61,6 +61,11 @@ class DBSCAN(_OnIndex):
         None: the knee of the sorted core distances (``suggest_eps``).
     min_samples : int
         A point is core when at least min_samples points (itself counted) lie within eps.
+    neighbors : {"exact", "approximate"}
+        approximate (KG-DBSCAN, for high dimensions; CPU): the 2 * min_samples nearest neighbours by NN-descent,
+        core distances from those lists, and clusters from the listed edges within eps. ``saturated_cores_``
+        counts the cores whose whole list lies within eps (their eps-ball may hold unlisted points): when it is 0
+        and the lists are the true nearest neighbours, the labels are exact.
     backend : {"auto", "cpu", "gpu"}
 
     Clusters are the connected components of core points within eps of each other, numbered by their smallest
@@ -69,12 +74,14 @@ class DBSCAN(_OnIndex):
 
     Attributes (after ``fit``)
     --------------------------
-    labels_, core_sample_indices_, core_distances_, eps_, min_samples_, timings_; ``indexed_`` holds the shared index.
+    labels_, core_sample_indices_, core_distances_, eps_, min_samples_, saturated_cores_ (approximate mode),
+    timings_; ``indexed_`` holds the shared index.
     """
 
-    def __init__(self, eps: float | None = 0.5, min_samples: int = 5, backend: str = "auto"):
+    def __init__(self, eps: float | None = 0.5, min_samples: int = 5, neighbors: str = "exact", backend: str = "auto"):
         self.eps = eps
         self.min_samples = min_samples
+        self.neighbors = neighbors
         self.backend = backend
 
     def fit(self, X, y=None, progress: Progress | None = None) -> DBSCAN:
@@ -83,7 +90,7 @@ class DBSCAN(_OnIndex):
             check_eps(self.eps)
         check_min_samples(self.min_samples)
         self._index(X, progress)
-        self._tree = self._spanning_tree(self.min_samples, progress)
+        self._tree = self._spanning_tree(self.min_samples, progress, self.neighbors)
         self.min_samples_ = self.min_samples
         return self.set_eps(suggest_eps(self.core_distances_) if self.eps is None else self.eps)
 
@@ -96,6 +103,8 @@ class DBSCAN(_OnIndex):
         eps2 = np.float32(np.float64(eps) ** 2)
         self._labels = backend.dbscan_labels(tree.chain, tree.gap, tree.core_sq, tree.neighbour_ids, tree.neighbour_sq, eps2)
         self._core = tree.core_sq <= eps2
+        if tree.listed_reach_sq is not None:
+            self.saturated_cores_ = int((self._core & (tree.listed_reach_sq <= eps2)).sum())
         backend.synchronize()
         self.eps_ = float(eps)
         self.timings_["relabel"] = time.perf_counter() - started
@@ -104,7 +113,7 @@ class DBSCAN(_OnIndex):
     def set_min_samples(self, min_samples: int, progress: Progress | None = None) -> DBSCAN:
         """A new min_samples on the same index: the neighbour lists are reused, the tree is cached per value."""
         check_min_samples(min_samples)
-        self._tree = self._spanning_tree(min_samples, progress)
+        self._tree = self._spanning_tree(min_samples, progress, self.neighbors)
         self.min_samples_ = min_samples
         return self.set_eps(self.eps_)
 

@@ -28,6 +28,45 @@ def _find(root, x):
 
 
 @nb.njit(nogil=True, cache=True)
+def _graph_edges(ids, sq, core):
+    n, k = ids.shape
+    u, v, w2 = np.empty(n * k, np.int64), np.empty(n * k, np.int64), np.empty(n * k, np.float32)
+    m = 0
+    for p in range(n):
+        for c in range(k):
+            q = ids[p, c]
+            if q >= 0:
+                u[m], v[m] = min(p, q), max(p, q)
+                w2[m] = max(core[p], core[q], sq[p, c])
+                m += 1
+    return u[:m], v[:m], w2[:m]
+
+
+@nb.njit(nogil=True, cache=True)
+def _kruskal(u, v, w2, n):
+    """The edges (already in key order) that join two trees: an edge listed from both ends, or closing a cycle,
+    is skipped."""
+    root = np.arange(n)
+    taken = np.zeros(u.shape[0], np.bool_)
+    for e in range(u.shape[0]):
+        a, b = _find(root, u[e]), _find(root, v[e])
+        if a != b:
+            root[max(a, b)] = min(a, b)
+            taken[e] = True
+    return taken
+
+
+def graph_spanning_forest(ids, sq, core_sq) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The minimum spanning forest of mutual reachability over the edges of a neighbour graph (KG-DBSCAN's graph),
+    as (u < v, w2) sorted by (w2, u, v). Its components below any eps are those of the graph's edges below it."""
+    u, v, w2 = _graph_edges(np.asarray(ids, np.int64), np.asarray(sq, np.float32), np.asarray(core_sq, np.float32))
+    order = np.lexsort((v, u, w2))
+    u, v, w2 = u[order], v[order], w2[order]
+    taken = _kruskal(u, v, w2, ids.shape[0])
+    return u[taken], v[taken], w2[taken]
+
+
+@nb.njit(nogil=True, cache=True)
 def _chain(u, v, w2, n):
     root = np.arange(n)
     size = np.ones(n, np.int64)
@@ -44,20 +83,26 @@ def _chain(u, v, w2, n):
         size[a] += size[b]
         head[a], tail[a] = first, last
     chain = np.empty(n, np.int64)
-    gap = np.empty(max(n - 1, 0), np.float32)
-    p = head[_find(root, 0)]
-    for t in range(n):
-        chain[t] = p
-        if t < n - 1:
-            gap[t] = gap_after[p]
-        p = successor[p]
+    gap = np.full(max(n - 1, 0), np.inf, np.float32)  # inf between the trees of a forest
+    t = 0
+    for r in range(n):
+        if root[r] != r:
+            continue
+        p = head[r]
+        while p >= 0:
+            chain[t] = p
+            if p != tail[r]:
+                gap[t] = gap_after[p]
+            p = successor[p]
+            t += 1
     return chain, gap
 
 
 def single_linkage_chain(u, v, w2, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(chain, gap): a permutation of the n points and the w2 of the merge that joined chain[t] and chain[t+1].
 
-    The components of the MST edges with w2 <= x are exactly the runs of ``chain`` whose gaps are all <= x."""
+    The components of the MST edges with w2 <= x are exactly the runs of ``chain`` whose gaps are all <= x. A
+    spanning forest works too: its trees follow each other with an infinite gap."""
     return _chain(np.asarray(u), np.asarray(v), np.asarray(w2, np.float32), n)
 
 

@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from . import centers as center_rules
-from .backends import get_backend
+from .backends import BackendUnavailable, get_backend
 from .data import to_points
 from .dc import dc_from_percent
-from .hierarchy import single_linkage_chain
+from .hierarchy import graph_spanning_forest, single_linkage_chain
 
 KERNELS = ("cutoff", "gaussian")
+NEIGHBOR_MODES = ("exact", "approximate")
 Progress = Callable[[str, float], None]
 
 
@@ -56,6 +57,7 @@ class SpanningTree:
     w2: np.ndarray  # (N - 1,) float32 squared mutual-reachability distance
     chain: Any  # (N,) int64: every single-linkage cluster is a run (hierarchy.single_linkage_chain)
     gap: Any  # (N - 1,) float32
+    listed_reach_sq: Any = None  # approximate mode: (N,) squared distance of each point's last listed neighbour
 
 
 class IndexedPoints:
@@ -143,7 +145,6 @@ class IndexedPoints:
         gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)
         return Fields(kernel, dc, rho, delta, parent, order, gamma)
 
-
     def neighbours(self, k: int, progress: Progress | None = None, timings: dict | None = None) -> tuple[Any, Any]:
         """(ids, squared distances) of every point's k nearest other points, nearest first, ties by smaller index
         (``-1`` / inf past the N - 1 others); one search serves every k up to the largest asked so far."""
@@ -158,29 +159,55 @@ class IndexedPoints:
             ids, sq = self._neighbours
             return ids[:, :k], sq[:, :k]
 
-    def spanning_tree(self, min_samples: int, progress: Progress | None = None, timings: dict | None = None) -> SpanningTree:
-        """Core distances and the mutual-reachability MST for ``min_samples`` (cached per value)."""
+    def spanning_tree(
+        self, min_samples: int, neighbors: str = "exact", progress: Progress | None = None, timings: dict | None = None
+    ) -> SpanningTree:  # fmt: skip
+        """Core distances and the mutual-reachability MST for ``min_samples`` (cached per value and mode).
+
+        neighbors="approximate" takes KG-DBSCAN's way for high dimensions: 2 * min_samples neighbours listed by
+        NN-descent (``cpu.nndescent``, on the host), and the least spanning forest of the listed edges."""
         check_min_samples(min_samples)
+        if neighbors not in NEIGHBOR_MODES:
+            raise ValueError(f"neighbors must be one of {', '.join(NEIGHBOR_MODES)}, got {neighbors!r}")
+        key = (min_samples, neighbors)
         with self._lock:
-            if min_samples in self._trees:
-                self._trees.move_to_end(min_samples)
+            if key in self._trees:
+                self._trees.move_to_end(key)
                 _record(timings, "neighbours", 0.0)
                 _record(timings, "mst", 0.0)
-                return self._trees[min_samples]
-            backend, xp = self.backend, self.backend.xp
-            ids, sq = self.neighbours(max(min_samples - 1, 1), progress, timings)
-            core_sq = xp.zeros(self.n_points, xp.float32) if min_samples == 1 else xp.ascontiguousarray(sq[:, min_samples - 2])
-            started = time.perf_counter()
-            edges = backend.mst(self.index, core_sq, neighbours=self._neighbours, progress=_phase(progress, "mst"))
-            u, v, w2 = (backend.to_numpy(a) for a in edges)
-            chain, gap = single_linkage_chain(u, v, w2, self.n_points)
-            _record(timings, "mst", time.perf_counter() - started)
-            tree = SpanningTree(min_samples, core_sq, xp.ascontiguousarray(ids), xp.ascontiguousarray(sq), u, v, w2,
-                                backend.asarray(chain), backend.asarray(gap))  # fmt: skip
-            self._trees[min_samples] = tree
+                return self._trees[key]
+            tree = self._exact_tree(min_samples, progress, timings) if neighbors == "exact" else self._graph_tree(min_samples, timings)
+            self._trees[key] = tree
             if len(self._trees) > self.CACHED_TREES:
                 self._trees.popitem(last=False)
             return tree
+
+    def _exact_tree(self, min_samples: int, progress: Progress | None, timings: dict | None) -> SpanningTree:
+        backend, xp = self.backend, self.backend.xp
+        ids, sq = self.neighbours(max(min_samples - 1, 1), progress, timings)
+        core_sq = xp.zeros(self.n_points, xp.float32) if min_samples == 1 else xp.ascontiguousarray(sq[:, min_samples - 2])
+        started = time.perf_counter()
+        edges = backend.mst(self.index, core_sq, neighbours=self._neighbours, progress=_phase(progress, "mst"))
+        u, v, w2 = (backend.to_numpy(a) for a in edges)
+        chain, gap = single_linkage_chain(u, v, w2, self.n_points)
+        _record(timings, "mst", time.perf_counter() - started)
+        return SpanningTree(min_samples, core_sq, xp.ascontiguousarray(ids), xp.ascontiguousarray(sq), u, v, w2,
+                            backend.asarray(chain), backend.asarray(gap))  # fmt: skip
+
+    def _graph_tree(self, min_samples: int, timings: dict | None) -> SpanningTree:
+        if self.backend.name != "cpu":
+            raise BackendUnavailable("neighbors='approximate' runs on the CPU backend (NN-descent on the GPU: not yet)")
+        from .cpu.nndescent import approximate_knn  # noqa: PLC0415  (imports pynndescent, an optional extra)
+
+        started = time.perf_counter()
+        ids, sq = approximate_knn(self.points, 2 * min_samples)
+        _record(timings, "neighbours", time.perf_counter() - started)
+        core_sq = np.zeros(self.n_points, np.float32) if min_samples == 1 else np.ascontiguousarray(sq[:, min_samples - 2])
+        started = time.perf_counter()
+        u, v, w2 = graph_spanning_forest(ids, sq, core_sq)
+        chain, gap = single_linkage_chain(u, v, w2, self.n_points)
+        _record(timings, "mst", time.perf_counter() - started)
+        return SpanningTree(min_samples, core_sq, ids, sq, u, v, w2, chain, gap, listed_reach_sq=sq[:, -1].copy())
 
 
 def check_min_samples(min_samples) -> None:

@@ -11,7 +11,8 @@ from hdbscan import _hdbscan_tree as hdbscan_tree
 from sklearn.cluster._hdbscan._tree import HIERARCHY_dtype, tree_to_labels
 
 from dpstudio.engine import DBSCAN, HDBSCAN, IndexedPoints, cpu
-from dpstudio.engine.hierarchy import single_linkage_chain, single_linkage_tree
+from dpstudio.engine.cpu import nndescent
+from dpstudio.engine.hierarchy import graph_spanning_forest, single_linkage_chain, single_linkage_tree
 
 from . import oracle
 from .datasets import CASES, blobs
@@ -207,7 +208,7 @@ def test_estimators_share_one_index_and_cache_per_min_samples(rng):
     first = DBSCAN(eps=0.5, min_samples=10, backend="cpu").fit(index)
     second = HDBSCAN(min_cluster_size=10, backend="cpu").fit(index)
     assert second.timings_["mst"] == 0.0 and second._tree is first._tree  # same min_samples: not rebuilt
-    assert first.get_params() == {"eps": 0.5, "min_samples": 10, "backend": "cpu"}
+    assert first.get_params() == {"eps": 0.5, "min_samples": 10, "neighbors": "exact", "backend": "cpu"}
     assert repr(first) == "DBSCAN(min_samples=10, backend='cpu')"  # eps=0.5 is the default
     assert isinstance(first.fit_predict(index), np.ndarray)
     frame = second.to_frame()
@@ -238,3 +239,81 @@ def test_unfitted_estimators_say_so():
         DBSCAN().labels_
     with pytest.raises(RuntimeError, match="not fitted yet"):
         HDBSCAN().set_selection(method="leaf")
+
+
+def same_partition(a, b) -> bool:
+    """The same clusters and the same noise, whatever the numbering."""
+    return bool(np.array_equal(a < 0, b < 0)) and len(set(zip(a[a >= 0], b[b >= 0]))) == len(set(a[a >= 0])) == len(set(b[b >= 0]))
+
+
+@pytest.mark.parametrize("case", ["blobs", "with_duplicates", "high_dim", "collinear_ties"])  # (a grid of ~9 copies per cell saturates every list)
+def test_neighbour_graph_mode_is_exact_when_no_core_is_saturated(case, rng, monkeypatch):
+    """KG-DBSCAN's certificate: with true k-nearest lists and no core whose whole list lies within eps, the
+    listed edges give DBSCAN exactly (fed the exact lists here, so the claim itself is what is tested)."""
+    points = CASES[case](rng).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    monkeypatch.setattr(nndescent, "approximate_knn", lambda values, k: oracle.knn(sq, k))
+    min_samples = 6  # lists of 12: longer than the runs of copies in with_duplicates, so small eps certify
+    model = DBSCAN(min_samples=min_samples, neighbors="approximate", backend="cpu").fit(points)
+    certified = 0
+    for eps in eps_values(sq, rng):
+        model.set_eps(eps)
+        if model.saturated_cores_ == 0:
+            certified += 1
+            np.testing.assert_array_equal(model.labels_, oracle.dbscan(sq, eps, min_samples)[0], err_msg=f"eps={eps}")
+    assert certified >= 1
+
+
+def test_spanning_forest_chain_keeps_trees_apart(rng):
+    points = blobs(rng, 300).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    ids, dists = oracle.knn(sq, 3)  # a sparse graph: several trees
+    core = dists[:, 1]
+    u, v, w2 = graph_spanning_forest(ids, dists, core)
+    chain, gap = single_linkage_chain(u, v, w2, points.shape[0])
+    assert sorted(chain) == list(range(points.shape[0]))
+    n_trees = points.shape[0] - u.size
+    assert np.isinf(gap).sum() == n_trees - 1
+    runs = np.concatenate([[0], np.cumsum(np.isinf(gap))])
+    root = np.arange(points.shape[0])
+
+    def find(x):
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    for a, b in zip(u, v):
+        root[find(a)] = find(b)
+    assert len(set(zip(runs, [find(p) for p in chain]))) == n_trees
+
+
+def test_approximate_neighbours_by_nn_descent(rng):
+    points = sklearn_safe_blobs(rng, 3000, 32, 150)
+    sq = oracle.rule_sq_dists(points)
+    exact_ids = oracle.knn(sq, 20)[0]
+    model = DBSCAN(eps=None, min_samples=10, neighbors="approximate", backend="cpu").fit(points)
+    ids = model._tree.neighbour_ids
+    recall = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(ids, exact_ids)])
+    assert recall >= 0.95
+    exact = DBSCAN(eps=model.eps_, min_samples=10, backend="cpu").fit(points).labels_
+    assert same_partition(model.labels_, exact) or pair_f1(model.labels_, exact) >= 0.98
+
+
+def pair_f1(found, truth) -> float:
+    """F1 over the pairs of points put in one cluster (noise pairs with nothing)."""
+    from sklearn.metrics.cluster import pair_confusion_matrix
+
+    found, truth = found.copy(), truth.copy()
+    found[found < 0] = -1 - np.arange((found < 0).sum())  # every noise point alone
+    truth[truth < 0] = -1 - np.arange((truth < 0).sum())
+    (_, fp), (fn, tp) = pair_confusion_matrix(truth, found)
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def test_approximate_mode_refuses_the_gpu_cleanly(monkeypatch, rng):
+    index = IndexedPoints(blobs(rng, 200), backend="cpu")
+    monkeypatch.setattr(index.backend, "name", "gpu")
+    with pytest.raises(Exception, match="runs on the CPU backend"):
+        DBSCAN(neighbors="approximate").fit(index)
+    with pytest.raises(ValueError, match="neighbors must be one of exact, approximate"):
+        DBSCAN(neighbors="fast", backend="cpu").fit(index)
