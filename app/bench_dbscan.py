@@ -151,7 +151,40 @@ def gpu_row(n: int, d: int, brute_pairs: float) -> dict:
     return row
 
 
+def pair_f1(found: np.ndarray, truth: np.ndarray) -> float:
+    """F1 over the pairs of points that share a cluster (a noise point shares with nothing)."""
+    from sklearn.metrics.cluster import pair_confusion_matrix
+
+    found, truth = found.copy(), truth.copy()
+    found[found < 0] = -1 - np.arange((found < 0).sum())  # every noise point a cluster of its own
+    truth[truth < 0] = -1 - np.arange((truth < 0).sum())
+    (_, false_pos), (false_neg, true_pos) = pair_confusion_matrix(truth, found)
+    return 2 * true_pos / (2 * true_pos + false_pos + false_neg)
+
+
+def gpu_graph_row(n: int, d: int) -> dict:
+    """The high-dimensional mode (neighbors="approximate") against exact DBSCAN on the same index and eps."""
+    index = IndexedPoints(blobs(n, d), backend="gpu")
+    graph = DBSCAN(min_samples=MIN_SAMPLES, neighbors="approximate", backend="gpu").fit(index)
+    eps = float(np.percentile(graph.core_distances_, 95))
+    change = _seconds(lambda: graph.set_eps(eps), 5)
+    exact = DBSCAN(eps=eps, min_samples=MIN_SAMPLES, backend="gpu").fit(index)
+    return {
+        "N": n, "d": d, "index s": index.index_seconds, "lists s": graph.timings_["neighbours"],
+        "forest + chain s": graph.timings_["mst"], "eps change ms": 1000 * change, "saturated cores": graph.saturated_cores_,
+        "exact build s": exact.timings_["neighbours"] + exact.timings_["mst"], "pair-F1": pair_f1(graph.labels_, exact.labels_),
+        "clusters": int(graph.labels_.max()) + 1,
+    }  # fmt: skip
+
+
+GRAPH_COLUMNS = [
+    ("N", "{:,}"), ("d", "{}"), ("index s", "{:.2f}"), ("lists s", "{:.2f}"), ("forest + chain s", "{:.2f}"),
+    ("eps change ms", "{:.2f}"), ("saturated cores", "{:,}"), ("clusters", "{:,}"), ("exact build s", "{:.2f}"),
+    ("pair-F1", "{:.4f}"),
+]  # fmt: skip
+
 GPU_SHAPES = [(1_000_000, 2), (10_000_000, 2), (500_000, 57)]
+GRAPH_SHAPES = [(1_000_000, 128)]
 GPU_COLUMNS = [
     ("N", "{:,}"), ("d", "{}"), ("index ms", "{:.1f}"), ("knn ms", "{:.1f}"), ("mst ms", "{:.1f}"),
     ("build ms", "{:.1f}"), ("fit tree ms", "{:.0f}"), ("eps change ms", "{:.3f}"), ("clusters", "{:,}"),
@@ -169,7 +202,10 @@ def run_dbscan_bench(sizes, backend="cpu", markdown=False, baseline_max_n=1_000_
         print(format_rows(rows, GPU_COLUMNS, markdown))
         print("build = knn + mst on the device; fit tree = what IndexedPoints.spanning_tree takes, the host's "
               "single-linkage chain included; ratio = brute / (build + eps change)")  # fmt: skip
-        return rows
+        print("\nneighbors='approximate' (high dimensions), against exact DBSCAN at the same eps:", flush=True)
+        graph_rows = [gpu_graph_row(n, d) for n, d in GRAPH_SHAPES]
+        print(format_rows(graph_rows, GRAPH_COLUMNS, markdown))
+        return rows + graph_rows
     print(f"dpstudio bench --method dbscan on {engine.device_name()}, min_samples {MIN_SAMPLES}; baselines: "
           "scikit-learn DBSCAN (n_jobs=-1), the hdbscan package", flush=True)  # fmt: skip
     cpu_rows(3000, "blobs", 0)  # load the kernels outside the timings

@@ -62,8 +62,8 @@ class DBSCAN(_OnIndex):
     min_samples : int
         A point is core when at least min_samples points (itself counted) lie within eps.
     neighbors : {"exact", "approximate"}
-        approximate (KG-DBSCAN, for high dimensions; CPU): the 2 * min_samples nearest neighbours by NN-descent,
-        core distances from those lists, and clusters from the listed edges within eps. ``saturated_cores_``
+        approximate (KG-DBSCAN, for high dimensions): the 2 * min_samples nearest neighbours (by NN-descent on the
+        CPU, exactly on the GPU), core distances from those lists, and clusters from the listed edges within eps. ``saturated_cores_``
         counts the cores whose whole list lies within eps (their eps-ball may hold unlisted points): when it is 0
         and the lists are the true nearest neighbours, the labels are exact.
     backend : {"auto", "cpu", "gpu"}

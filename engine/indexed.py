@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import centers as center_rules
-from .backends import BackendUnavailable, get_backend
+from .backends import get_backend
 from .data import to_points
 from .dc import dc_from_percent
 from .hierarchy import graph_spanning_forest, single_linkage_chain
@@ -164,8 +164,9 @@ class IndexedPoints:
     ) -> SpanningTree:  # fmt: skip
         """Core distances and the mutual-reachability MST for ``min_samples`` (cached per value and mode).
 
-        neighbors="approximate" takes KG-DBSCAN's way for high dimensions: 2 * min_samples neighbours listed by
-        NN-descent (``cpu.nndescent``, on the host), and the least spanning forest of the listed edges."""
+        neighbors="approximate" takes KG-DBSCAN's way for high dimensions: 2 * min_samples neighbours listed (by
+        NN-descent on the CPU, ``cpu.nndescent``; by the exact kNN on the GPU), and the least spanning forest of the
+        listed edges."""
         check_min_samples(min_samples)
         if neighbors not in NEIGHBOR_MODES:
             raise ValueError(f"neighbors must be one of {', '.join(NEIGHBOR_MODES)}, got {neighbors!r}")
@@ -195,19 +196,23 @@ class IndexedPoints:
                             backend.asarray(chain), backend.asarray(gap))  # fmt: skip
 
     def _graph_tree(self, min_samples: int, timings: dict | None) -> SpanningTree:
-        if self.backend.name != "cpu":
-            raise BackendUnavailable("neighbors='approximate' runs on the CPU backend (NN-descent on the GPU: not yet)")
-        from .cpu.nndescent import approximate_knn  # noqa: PLC0415  (imports pynndescent, an optional extra)
-
+        backend, k = self.backend, 2 * min_samples
         started = time.perf_counter()
-        ids, sq = approximate_knn(self.points, 2 * min_samples)
+        if backend.name == "cpu":
+            from .cpu.nndescent import approximate_knn  # noqa: PLC0415  (imports pynndescent, an optional extra)
+
+            ids, sq = approximate_knn(self.points, k)
+        else:  # the tensor-core kNN lists are exact and fast enough in high d that NN-descent is not needed (README)
+            ids, sq = (backend.to_numpy(a) for a in backend.knn(self.index, k, progress=None))
         _record(timings, "neighbours", time.perf_counter() - started)
         core_sq = np.zeros(self.n_points, np.float32) if min_samples == 1 else np.ascontiguousarray(sq[:, min_samples - 2])
         started = time.perf_counter()
         u, v, w2 = graph_spanning_forest(ids, sq, core_sq)
         chain, gap = single_linkage_chain(u, v, w2, self.n_points)
         _record(timings, "mst", time.perf_counter() - started)
-        return SpanningTree(min_samples, core_sq, ids, sq, u, v, w2, chain, gap, listed_reach_sq=sq[:, -1].copy())
+        on_device = (backend.asarray(a) for a in (core_sq, ids, sq, chain, gap, sq[:, -1].copy()))
+        core_sq, ids, sq, chain, gap, reach = on_device
+        return SpanningTree(min_samples, core_sq, ids, sq, u, v, w2, chain, gap, listed_reach_sq=reach)
 
 
 def check_min_samples(min_samples) -> None:

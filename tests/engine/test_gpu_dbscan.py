@@ -288,3 +288,25 @@ def test_estimators_on_the_gpu_equal_the_cpu(n, d, rng):
     np.testing.assert_array_equal(hdbscan_gpu.labels_, hdbscan_cpu.labels_)
     np.testing.assert_array_equal(hdbscan_gpu.probabilities_, hdbscan_cpu.probabilities_)
     gpu.free_memory()
+
+
+@pytest.mark.parametrize(("n", "d"), [(20_000, 16), (3_000, 128)])
+def test_neighbour_graph_mode_on_the_gpu_equals_the_cpu_given_exact_lists(n, d, rng, monkeypatch):
+    """neighbors="approximate" on the GPU lists the exact 2 * min_samples nearest; the CPU, fed the same exact lists
+    in place of NN-descent's, must give the same labels, cores and saturated-core count at every eps."""
+    from dpstudio.engine import DBSCAN, IndexedPoints
+    from dpstudio.engine.cpu import nndescent
+
+    points = as_points(blobs(rng, n, d))
+    cpu_index = IndexedPoints(points, backend="cpu")
+    monkeypatch.setattr(nndescent, "approximate_knn", lambda values, k: cpu_index.backend.knn(cpu_index.index, k))
+    on_cpu = DBSCAN(min_samples=8, neighbors="approximate", backend="cpu").fit(cpu_index)
+    on_gpu = DBSCAN(min_samples=8, neighbors="approximate", backend="gpu").fit(points)
+    reach = np.sort(on_cpu.core_distances_)
+    for eps in [float(reach[n // 10]), float(reach[n // 2]), float(reach[-1]) * 1.5]:
+        on_cpu.set_eps(eps)
+        on_gpu.set_eps(eps)
+        np.testing.assert_array_equal(on_gpu.labels_, on_cpu.labels_, err_msg=f"eps={eps!r}")
+        np.testing.assert_array_equal(on_gpu.core_sample_indices_, on_cpu.core_sample_indices_)
+        assert on_gpu.saturated_cores_ == on_cpu.saturated_cores_
+    gpu.free_memory()
