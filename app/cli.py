@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 import time
+from importlib.metadata import version
 
 import numpy as np
 
 from dpstudio.engine import BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
+from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.indexed import KERNELS
 
@@ -30,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpstudio", description="Density Peaks Clustering, interactive and exact.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('dpstudio')}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="start the web app (opens on a sample data set, or on PATH)")
@@ -95,12 +98,17 @@ def _centers(text: str) -> dict:
             return {}
         if ":" in text:
             rho_min, delta_min = (float(v) if v.strip() else None for v in text.split(":", 1))
+            bounds = [b for b in (rho_min, delta_min) if b is not None]
+            if not bounds or not np.isfinite(bounds).all():  # ':' alone would silently mean every point
+                raise ValueError(text)
             return {"rho_min": rho_min, "delta_min": delta_min}
         if "," in text:
             return {"centers": [int(v) for v in text.split(",") if v.strip()]}
         return {"n_centers": int(text)}
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected auto, K, RHO_MIN:DELTA_MIN or i,j,k; got {text!r}") from exc
+        raise argparse.ArgumentTypeError(
+            f"expected auto, K, RHO_MIN:DELTA_MIN (finite numbers, at least one given) or i,j,k; got {text!r}"
+        ) from exc
 
 
 def _cluster(args) -> int:
@@ -112,7 +120,7 @@ def _cluster(args) -> int:
     dp.assign(**args.centers)
     halo = dp.halo_
     if args.out:
-        write_labels(args.out, dp.to_frame(points.rows))
+        write_labels(args.out, with_dropped_rows(dp.to_frame(points.rows), points.dropped_rows))
     sizes = np.bincount(dp.labels_, minlength=len(dp.centers_))
     facts = {
         "input": args.input,

@@ -19,6 +19,7 @@ import pandas as pd
 import param
 
 from dpstudio.engine import DensityPeaks
+from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset
@@ -234,8 +235,9 @@ class ClusteringSession(param.Parameterized):
         return table
 
     def labels_table(self) -> pd.DataFrame:
-        """The download: one row per point, indexed by its row in the input (as ``dpstudio cluster --out``)."""
-        return self._require_data().to_frame(rows=self.dataset.points.rows)
+        """The download: one row per input row, as ``dpstudio cluster --out`` writes (see ``with_dropped_rows``)."""
+        points = self.dataset.points
+        return with_dropped_rows(self._require_data().to_frame(rows=points.rows), points.dropped_rows)
 
     def close(self) -> None:
         """Forget this session's results; device memory the shared data set does not use is given back."""

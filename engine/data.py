@@ -29,6 +29,8 @@ class Points:
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read CSV/TSV/TXT (header detected), Parquet or NPY into a DataFrame with string column names."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a file")
     if not path.is_file():
         raise DataError(f"file not found: {path}")
     suffix = path.suffix.lower()
@@ -43,8 +45,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
             frame = _read_delimited(path, TABLE_SUFFIXES[suffix])
     except DataError:
         raise
-    except Exception as exc:  # a parser's own message, kept to one line
-        raise DataError(f"cannot read {path.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
+    except Exception as exc:  # a parser's own message, kept to one line and to the file's name (no server path)
+        reason = str(exc).splitlines()[0].replace(str(path), path.name) if str(exc) else type(exc).__name__
+        raise DataError(f"cannot read {path.name}: {reason}") from exc
     if len(frame) == 0:
         raise DataError(f"{path.name} has no rows")
     frame.columns = [str(c) for c in frame.columns]
@@ -52,10 +55,23 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def _read_npy(path: Path) -> pd.DataFrame:
+    with path.open("rb") as handle:
+        # np.load takes anything without the .npy magic for a pickle, so check it here
+        if handle.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+            raise DataError(f"{path.name} is not a NumPy .npy file (corrupt, or another format renamed)")
+        handle.seek(0)
+        try:
+            version = np.lib.format.read_magic(handle)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            _, _, dtype = read_header(handle)
+        except ValueError as exc:
+            raise DataError(f"{path.name} has a corrupt .npy header") from exc
+    if dtype.hasobject:
+        raise DataError(f"{path.name} holds Python objects; only numeric .npy files are read")
     try:
         array = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise DataError(f"{path.name} holds Python objects; only numeric .npy files are read") from exc
+    except (ValueError, OSError, EOFError) as exc:
+        raise DataError(f"{path.name} is truncated or corrupt: its data do not match its .npy header") from exc
     if array.ndim == 1:
         array = array[:, None]
     if array.ndim != 2:
@@ -74,7 +90,10 @@ def _read_delimited(path: Path, sep: str | None) -> pd.DataFrame:
         sep = next((s for s in ("\t", ",", ";") if s in first), r"\s+")
     fields = [f.strip().strip('"') for f in (first.split() if sep == r"\s+" else first.split(sep))]
     has_header = not all(_is_number(f) for f in fields)
-    return pd.read_csv(path, sep=sep, header=0 if has_header else None, skip_blank_lines=True)
+    try:
+        return pd.read_csv(path, sep=sep, header=0 if has_header else None, skip_blank_lines=True)
+    except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where every byte is valid
+        return pd.read_csv(path, sep=sep, header=0 if has_header else None, skip_blank_lines=True, encoding="latin-1")
 
 
 def _is_number(text: str) -> bool:
@@ -88,6 +107,8 @@ def _is_number(text: str) -> bool:
 def _numeric_column(frame: pd.DataFrame, name: str, named_by_user: bool) -> np.ndarray | None:
     """The column as float64, None if it is text to be skipped; a mostly numeric column with stray text is an error."""
     column = frame[name]
+    if pd.api.types.is_complex_dtype(column):
+        raise DataError(f"column '{name}' holds complex numbers; expected real numbers")
     if pd.api.types.is_bool_dtype(column):
         return column.to_numpy(np.float64)
     if pd.api.types.is_numeric_dtype(column):
@@ -120,8 +141,8 @@ def to_points(
             array = array[:, None]
         if array.ndim != 2:
             raise DataError(f"expected a 2-D array (N, d), got shape {array.shape}")
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-            raise DataError(f"expected numbers, got dtype {array.dtype}")
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
+            raise DataError(f"expected real numbers, got dtype {array.dtype}")
         frame = pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
     if columns:
@@ -153,6 +174,16 @@ def to_points(
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
+def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataFrame:
+    """A per-point result table (``index`` = input row) with the rows left out for NaN/inf put back in place,
+    empty but for their index and a ``reason``, so the table has one row per input row."""
+    if not len(dropped_rows):
+        return table
+    dropped = pd.DataFrame({"index": dropped_rows, "reason": "NaN or infinite value"})
+    full = pd.concat([table.assign(reason=""), dropped], ignore_index=True).sort_values("index", ignore_index=True)
+    return full.astype({"label": "Int64", "halo": "boolean", "parent": "Int64"})
+
+
 def write_labels(path: str | Path, table: pd.DataFrame) -> None:
     """Write a per-point result table as CSV or Parquet, chosen by the file's suffix."""
     path = Path(path)
@@ -161,7 +192,12 @@ def write_labels(path: str | Path, table: pd.DataFrame) -> None:
         raise DataError(f"cannot write '{suffix or path.name}': use a .csv or .parquet file name")
     if not path.parent.exists():
         raise DataError(f"folder not found: {path.parent}")
-    if suffix == ".csv":
-        table.to_csv(path, index=False)
-    else:
-        table.to_parquet(path, index=False)
+    if path.is_dir():
+        raise DataError(f"{path} is a folder; give a file name")
+    try:
+        if suffix == ".csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_parquet(path, index=False)
+    except OSError as exc:
+        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from exc
