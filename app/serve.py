@@ -48,6 +48,9 @@ def serve(
     max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1, dc_percent: float = 2.0,
 ) -> None:  # fmt: skip
     """Start the server and block. ``num_procs`` > 1 forks workers: the engine (and CUDA) starts in each lazily."""
+    # dpstudio's own messages (a failed upload, say) on stderr; other libraries only when something is wrong
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.INFO)
     settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
     if num_procs == 1:
