@@ -38,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="start the web app (opens on a sample data set, or on PATH)")
     serve.add_argument("path", metavar="PATH", nargs="?", help="a data file to open (default: the 'blobs' sample)")
     serve.add_argument("--port", type=int, default=5006, help="port to listen on (default 5006; 0 picks a free one)")
-    serve.add_argument("--address", default="localhost", help="address to listen on (default localhost)")
+    serve.add_argument("--address", default="localhost", help="address to listen on (default localhost; 0.0.0.0: every interface)")
+    serve.add_argument("--allow-websocket-origin", metavar="HOST[:PORT]", action="append", default=[],
+                       help="another name browsers reach the server by (a proxy, a DNS alias); repeatable")  # fmt: skip
     serve.add_argument("--no-show", dest="show", action="store_false", help="do not open a browser")
     serve.add_argument("--max-upload-mb", type=float, default=200, help="largest file a browser may upload (default 200)")
     serve.add_argument("--cache-size", type=int, default=4, help="data sets (with their index) kept for all sessions (default 4)")
@@ -189,7 +191,8 @@ def _serve(args) -> int:
     from .serve import serve  # imports Panel, which the other commands do not need
 
     serve(args.path, port=args.port, address=args.address, show=args.show, max_upload_mb=args.max_upload_mb,
-          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs, dc_percent=args.dc_percent)  # fmt: skip
+          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs, dc_percent=args.dc_percent,
+          allow_websocket_origin=tuple(args.allow_websocket_origin))  # fmt: skip
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 
 import numpy as np
 import panel as pn
@@ -15,6 +16,7 @@ from .page import PageSettings, StudioPage
 from .plots import shade_categories
 
 log = logging.getLogger("dpstudio")
+WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
 
 
 def initial_dataset(cache: DatasetCache, settings: PageSettings) -> Dataset:
@@ -43,9 +45,32 @@ def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
     shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, 8, 8, ("x", "y"))
 
 
+def websocket_origins(address: str, port: int, extra: list[str]) -> list[str]:
+    """Host:port values a browser's page may open its websocket from: the names this server is reached by on the
+    bound address and port, plus ``extra`` (``--allow-websocket-origin``: a proxy's or DNS alias's name)."""
+    hosts = {"localhost", "127.0.0.1", address}
+    if address in WILDCARD_ADDRESSES:  # every interface: this machine's names and addresses
+        name = socket.gethostname()
+        try:
+            addresses = socket.gethostbyname_ex(name)[2]
+        except OSError:
+            addresses = []
+        hosts = (hosts | {name, socket.getfqdn(), *addresses}) - set(WILDCARD_ADDRESSES)
+    # Bokeh reads 'host:port' split at one colon, so IPv6 literals are left to --allow-websocket-origin
+    return [f"{host}:{port}" for host in sorted(hosts) if ":" not in host] + list(extra)
+
+
+def free_port(address: str) -> int:
+    """A port free on ``address`` now, so that the origins and the printed URL name the port served (--port 0)."""
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]
+
+
 def serve(
     path: str | None = None, *, port: int = 5006, address: str = "localhost", show: bool = True,
     max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1, dc_percent: float = 2.0,
+    allow_websocket_origin: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
     """Start the server and block. ``num_procs`` > 1 forks workers: the engine (and CUDA) starts in each lazily."""
     # dpstudio's own messages (a failed upload, say) on stderr; other libraries only when something is wrong
@@ -54,10 +79,17 @@ def serve(
     settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
     if num_procs == 1:
+        print(f"dpstudio: loading {path or sample_data.DEFAULT} and the engine's kernels (the first start on a machine "
+              "compiles them: about 30 s)", flush=True)  # fmt: skip
         warm_up(cache, settings)  # also fails early, with a clear message, on a bad PATH
+    port = port or free_port(address)
+    host = "localhost" if address in WILDCARD_ADDRESSES else address
     pn.extension(notifications=False)
-    pn.serve(
-        {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio",
-        num_procs=num_procs, websocket_max_message_size=int(settings.max_upload_bytes * 4 / 3) + 2**20,  # base64
-        allow_websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
+    server = pn.serve(
+        {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio", start=False,
+        verbose=False, num_procs=num_procs, websocket_max_message_size=int(settings.max_upload_bytes * 4 / 3) + 2**20,  # base64
+        allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
+    print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
+    server.start()
+    server.io_loop.start()

@@ -3,6 +3,12 @@ empty, the data-set list, a lasso of thousands of centers, the download."""
 
 from __future__ import annotations
 
+import re
+import socket
+import subprocess
+import sys
+import time
+
 import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
@@ -174,3 +180,22 @@ def _fail_on_page_errors(page: Page):
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def test_port_zero_on_every_interface_serves_a_working_page(page: Page, tmp_path):
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "dpstudio.app.cli", "serve", "--no-show", "--backend", "cpu", "--port", "0", "--address", "0.0.0.0"]
+    process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while "serving http://" not in log.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        lines = log.read_text().splitlines()
+        assert lines[0].startswith("dpstudio: loading blobs"), lines  # said before the slow start
+        port = int(re.search(r"serving http://localhost:(\d+)/", log.read_text()).group(1))
+        assert port != 0
+        open_app(page, f"http://{socket.gethostname()}:{port}")  # by the machine's name: the websocket is allowed
+        assert table_rows(page) == 5
+    finally:
+        process.terminate()
+        process.wait(10)
