@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import panel as pn
+from panel.links import Callback
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError
@@ -275,8 +276,13 @@ class StudioPage:
         return buffer
 
     def close(self) -> None:
-        """The browser went away: drop this session's arrays (the shared data set stays in the cache)."""
+        """The browser went away: drop this session's arrays (the shared data set stays in the cache), and let go
+        of what keeps the page alive after its session: the plots' streams, and Panel's registry of JS callbacks
+        (weakly keyed, but each callback refers back to its widget, like the dc slider's text box)."""
         self.session.close()
+        self.plots.close()
+        for widget in self.layout.select():
+            Callback.registry.pop(widget, None)
 
 
 def _percent_text(percent: float | None) -> str:

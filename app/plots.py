@@ -81,10 +81,11 @@ class SessionPlots:
         self.view_image = hv.DynamicMap(self._view_image, streams=[watched, self.view_ranges, size[1]])
         self.lasso = hv.streams.Lasso(source=self.graph_image)
         self.box = hv.streams.BoundsXY(source=self.graph_image)
+        self._streams = [watched, self.graph_ranges, self.view_ranges, *size, self.lasso, self.box]
         session.param.watch(self._reset_zoom, ["dataset", "dc", "kernel", "x_axis", "y_axis"])
 
     def decision_graph(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._graph_centers, streams=[hv.streams.Params(self.session, ["revision"])])
+        centers = hv.DynamicMap(self._graph_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision"]))])
         return (self.graph_image * centers).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
@@ -96,11 +97,22 @@ class SessionPlots:
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._view_centers, streams=[hv.streams.Params(self.session, ["revision", "x_axis", "y_axis"])])
+        centers = hv.DynamicMap(self._view_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision", "x_axis", "y_axis"]))])
         return (self.view_image * centers).opts(
             hv.opts.RGB(title="Points by cluster", framewise=True, active_tools=["wheel_zoom"], **_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"]),
         )  # fmt: skip
+
+    def close(self) -> None:
+        """Detach this session's streams from their plots. HoloViews keeps every stream in a registry keyed weakly
+        by its plot, but the stream refers back to the plot, so without this the plot, this object, the session
+        and its page would outlive the browser session."""
+        for stream in self._streams:
+            stream.source = None
+
+    def _stream(self, stream: hv.streams.Stream) -> hv.streams.Stream:
+        self._streams.append(stream)
+        return stream
 
     # callbacks ----------------------------------------------------------------------------------------------
     def _graph_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
+import weakref
 
 import numpy as np
 import panel as pn
+from tornado.ioloop import IOLoop
 
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
@@ -17,6 +20,7 @@ from .plots import shade_categories
 
 log = logging.getLogger("dpstudio")
 WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
+OPEN_PAGES: weakref.WeakSet[StudioPage] = weakref.WeakSet()  # to show in the log that closed sessions are freed
 
 
 def initial_dataset(cache: DatasetCache, settings: PageSettings) -> Dataset:
@@ -31,11 +35,23 @@ def make_app(cache: DatasetCache, settings: PageSettings):
 
     def app():
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
+        OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"
-        pn.state.on_session_destroyed(lambda context: page.close())
+        pn.state.on_session_destroyed(lambda context: session_ended(page))
         return page.layout
 
     return app
+
+
+def session_ended(page: StudioPage) -> None:
+    """Drop the page's arrays now, and say in the log how many pages are still alive once Bokeh has let go."""
+    page.close()
+    IOLoop.current().call_later(1.0, log_open_pages)
+
+
+def log_open_pages() -> None:
+    gc.collect()  # pages sit in reference cycles (widgets and their watchers)
+    log.info("session ended; %d page(s) alive", len(OPEN_PAGES))
 
 
 def warm_up(cache: DatasetCache, settings: PageSettings) -> None:

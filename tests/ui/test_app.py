@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
+from .conftest import Server
+
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
 
@@ -199,3 +201,21 @@ def test_port_zero_on_every_interface_serves_a_working_page(page: Page, tmp_path
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_closed_sessions_free_their_pages(browser):
+    sessions = 10
+    running = Server("--backend", "cpu")
+    try:
+        for _ in range(sessions):
+            context = browser.new_context()
+            open_app(context.new_page(), running.url)
+            context.close()
+        # Bokeh ends a session some 15-30 s after its browser left; then the server logs how many pages are alive
+        deadline, ended = time.monotonic() + 120, []
+        while time.monotonic() < deadline and not (len(ended) >= sessions and ended[-1] == "0"):
+            time.sleep(1)
+            ended = re.findall(r"session ended; (\d+) page\(s\) alive", running.log.read_text())
+        assert len(ended) >= sessions and ended[-1] == "0", running.log.read_text()
+    finally:
+        running.close()
