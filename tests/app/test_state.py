@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpstudio import sample_data
@@ -265,3 +268,19 @@ def test_high_dimensional_data_opens_on_principal_components(cache):
     session.load(cache.sample("blobs3d"))
     assert (session.x_axis, session.y_axis) == ("PC1", "PC2")
     assert session.dataset.axis_values("PC1").shape == (session.dataset.n_points,)
+
+
+def test_uploads_are_parsed_in_memory_in_every_format(cache, tmp_path, monkeypatch, rng):
+    values = rng.normal(size=(30, 2))
+    frame = pd.DataFrame(values, columns=["u", "v"])
+    frame.to_parquet(tmp_path / "a.parquet")
+    np.save(tmp_path / "a.npy", values)
+    for make in ("mkdtemp", "mkstemp"):  # what temporary files and folders are made with
+        monkeypatch.setattr(tempfile, make, lambda *a, **k: pytest.fail("an upload was written to disk"))
+    for name, content in [("a.csv", frame.to_csv(index=False).encode()), ("a.tsv", frame.to_csv(index=False, sep="\t").encode()),
+                          ("a.parquet", (tmp_path / "a.parquet").read_bytes()), ("a.npy", (tmp_path / "a.npy").read_bytes())]:  # fmt: skip
+        dataset = cache.upload(name, content, max_bytes=2**20)
+        np.testing.assert_allclose(dataset.points.values, values.astype(np.float32), err_msg=name)
+    assert cache.upload("l.csv", "größe,wert\n1,2\n3,4\n".encode("latin-1"), max_bytes=2**20).points.columns == ("größe", "wert")
+    with pytest.raises(DataError, match="garbage.npy is not a NumPy .npy file"):
+        cache.upload("garbage.npy", b"\xe9t\xe9", max_bytes=2**20)
