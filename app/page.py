@@ -30,6 +30,7 @@ from .state import ClusteringSession
 log = logging.getLogger("dpstudio")
 
 YOUR_FILE = "{} (your file)"  # the data-set choice for the last uploaded or served file
+UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ"}
 CSS = """
@@ -64,7 +65,9 @@ class StudioPage:
     def _build_widgets(self) -> None:
         session = self.session
         self.sample = pn.widgets.Select(name="Data set", options=list(sample_data.SAMPLES))
-        self.upload = pn.widgets.FileInput(accept=",".join(READABLE), name="Upload")
+        # FilePond refuses a file over the limit in the browser, and sends the rest in chunks the websocket takes
+        self.upload = pn.widgets.FileDropper(accepted_filetypes=list(READABLE), chunk_size=UPLOAD_CHUNK,
+                                             max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")  # fmt: skip
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:.0f} MB. "
             "Every numeric column is a feature.", css_classes=["dp-status"])  # fmt: skip
@@ -103,7 +106,7 @@ class StudioPage:
     def _bind(self) -> None:
         session = self.session
         self.sample.param.watch(self._sample_chosen, "value")
-        self.upload.param.watch(self._file_chosen, ["value", "filename"])  # an empty file comes with value None
+        self.upload.param.watch(self._file_chosen, "value")
         self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new), "value_throttled")
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new), "value")
@@ -179,9 +182,12 @@ class StudioPage:
             finally:
                 self.busy.visible = self.progress.visible = False
 
-    def _file_chosen(self, *events) -> None:
-        if self.upload.filename is not None:  # None: the widget was cleared
-            self._start("Loading", self._load_upload)
+    def _file_chosen(self, event) -> None:
+        if event.new:  # {}: emptied, here or by removing the file in the widget
+            filename, content = event.new.popitem()
+            # forgotten at once, so the widget holds only the next file (also when it is this one again)
+            self.upload.value = {}
+            self._start("Loading", self._load_upload, filename, content)
 
     def _sample_chosen(self, event) -> None:
         if event.new != self._choice(self.session.dataset):  # not just the list following what is shown
@@ -191,9 +197,9 @@ class StudioPage:
         """A sample by name, or the user's file again."""
         self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
 
-    def _load_upload(self, progress=None) -> None:
-        content, filename = self.upload.value, self.upload.filename
-        self.upload.clear()  # so that choosing the same file again is a new upload
+    def _load_upload(self, filename: str, content: bytes | str, progress=None) -> None:
+        if isinstance(content, str):  # FileDropper decodes text files that are valid UTF-8
+            content = content.encode()
         if not content:
             raise DataError(f"{filename} is empty")
         self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress)

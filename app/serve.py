@@ -15,7 +15,7 @@ from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
 
 from .datasets import Dataset, DatasetCache
-from .page import PageSettings, StudioPage
+from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plots import shade_categories
 
 log = logging.getLogger("dpstudio")
@@ -103,7 +103,7 @@ def serve(
     pn.extension(notifications=False)
     server = pn.serve(
         {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio", start=False,
-        verbose=False, num_procs=num_procs, websocket_max_message_size=int(settings.max_upload_bytes * 4 / 3) + 2**20,  # base64
+        verbose=False, num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
         allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
@@ -217,5 +218,22 @@ def test_closed_sessions_free_their_pages(browser):
             time.sleep(1)
             ended = re.findall(r"session ended; (\d+) page\(s\) alive", running.log.read_text())
         assert len(ended) >= sessions and ended[-1] == "0", running.log.read_text()
+    finally:
+        running.close()
+
+
+def test_an_upload_over_the_limit_is_refused_in_the_browser_and_a_large_one_arrives_in_chunks(page: Page, tmp_path, rng):
+    running = Server("--backend", "cpu", "--max-upload-mb", "6")
+    try:
+        open_app(page, running.url)
+        upload = page.locator("input[type=file]")
+        rows = np.round(rng.normal(size=(600_000, 2)), 6)
+        pd.DataFrame(rows, columns=["x", "y"]).to_csv(tmp_path / "big.csv", index=False)  # about 11 MB
+        upload.set_input_files(tmp_path / "big.csv")
+        expect(page.get_by_text("File is too large", exact=True)).to_be_visible(timeout=TIMEOUT_MS)
+        expect(page.locator(".filepond--file-status-sub")).to_contain_text("Maximum file size is 6")
+        pd.DataFrame(rows[:250_000], columns=["x", "y"]).to_csv(tmp_path / "large.csv", index=False)  # about 4.6 MB: 2 chunks
+        upload.set_input_files(tmp_path / "large.csv")
+        expect(data_set_info(page)).to_contain_text("large.csv: 250,000 points", timeout=TIMEOUT_MS)
     finally:
         running.close()
