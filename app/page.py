@@ -69,7 +69,7 @@ class StudioPage:
         self.upload = pn.widgets.FileDropper(accepted_filetypes=list(READABLE), chunk_size=UPLOAD_CHUNK,
                                              max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")  # fmt: skip
         self.upload_note = pn.pane.Markdown(
-            f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:.0f} MB. "
+            f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature.", css_classes=["dp-status"])  # fmt: skip
         self.dataset_info = pn.pane.Markdown()
         self.x_axis = pn.widgets.Select.from_param(session.param.x_axis, name="2-D view: x")

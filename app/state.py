@@ -38,7 +38,8 @@ class Picks:
     delta_min: float  # the smallest delta among them there
 
     def same_choice(self, other: Picks | None) -> bool:
-        return other is not None and (self.kernel, self.dc) == (other.kernel, other.dc) and np.array_equal(self.centers, other.centers)
+        same_dc = other is not None and (self.kernel, self.dc) == (other.kernel, other.dc)
+        return same_dc and np.array_equal(self.centers, other.centers)
 
 
 def follow_picks(picks: Picks, dc: float, parent: np.ndarray, delta: np.ndarray) -> np.ndarray:
