@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 import time
+from importlib.metadata import version
 
 import numpy as np
 
 from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
+from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
@@ -33,12 +35,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpstudio", description="Density Peaks Clustering, interactive and exact.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('dpstudio')}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="start the web app (opens on a sample data set, or on PATH)")
     serve.add_argument("path", metavar="PATH", nargs="?", help="a data file to open (default: the 'blobs' sample)")
     serve.add_argument("--port", type=int, default=5006, help="port to listen on (default 5006; 0 picks a free one)")
-    serve.add_argument("--address", default="localhost", help="address to listen on (default localhost)")
+    serve.add_argument("--address", default="localhost", help="address to listen on (default localhost; 0.0.0.0: every interface)")
+    serve.add_argument("--allow-websocket-origin", metavar="HOST[:PORT]", action="append", default=[],
+                       help="another name browsers reach the server by (a proxy, a DNS alias); repeatable")  # fmt: skip
     serve.add_argument("--no-show", dest="show", action="store_false", help="do not open a browser")
     serve.add_argument("--max-upload-mb", type=float, default=200, help="largest file a browser may upload (default 200)")
     serve.add_argument("--cache-size", type=int, default=4, help="data sets (with their index) kept for all sessions (default 4)")
@@ -107,12 +112,17 @@ def _centers(text: str) -> dict:
             return {}
         if ":" in text:
             rho_min, delta_min = (float(v) if v.strip() else None for v in text.split(":", 1))
+            bounds = [b for b in (rho_min, delta_min) if b is not None]
+            if not bounds or not np.isfinite(bounds).all():  # ':' alone would silently mean every point
+                raise ValueError(text)
             return {"rho_min": rho_min, "delta_min": delta_min}
         if "," in text:
             return {"centers": [int(v) for v in text.split(",") if v.strip()]}
         return {"n_centers": int(text)}
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected auto, K, RHO_MIN:DELTA_MIN or i,j,k; got {text!r}") from exc
+        raise argparse.ArgumentTypeError(
+            f"expected auto, K, RHO_MIN:DELTA_MIN (finite numbers, at least one given) or i,j,k; got {text!r}"
+        ) from exc
 
 
 def _cluster(args) -> int:
@@ -121,7 +131,7 @@ def _cluster(args) -> int:
     with _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
         model, facts = _CLUSTER_METHODS[args.method](args, points.values, progress)
     if args.out:
-        write_labels(args.out, model.to_frame(points.rows))
+        write_labels(args.out, with_dropped_rows(model.to_frame(points.rows), points.dropped_rows))
     labels = model.labels_
     facts = {
         "input": args.input,
@@ -234,7 +244,8 @@ def _serve(args) -> int:
     from .serve import serve  # imports Panel, which the other commands do not need
 
     serve(args.path, port=args.port, address=args.address, show=args.show, max_upload_mb=args.max_upload_mb,
-          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs, dc_percent=args.dc_percent)  # fmt: skip
+          cache_size=args.cache_size, backend=args.backend, num_procs=args.num_procs, dc_percent=args.dc_percent,
+          allow_websocket_origin=tuple(args.allow_websocket_origin))  # fmt: skip
     return 0
 
 

@@ -7,7 +7,6 @@ hash), never by a Python object id, so a second session on the same data reuses 
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,7 +17,7 @@ import numpy as np
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError, IndexedPoints, Points, to_points
-from dpstudio.engine.data import READABLE
+from dpstudio.engine.data import READABLE, read_upload
 from dpstudio.engine.indexed import Progress
 from dpstudio.engine.projection import pca_2d
 
@@ -89,15 +88,8 @@ class DatasetCache:
         if Path(name).suffix.lower() not in READABLE:
             raise DataError(f"unsupported file type '{Path(name).suffix or name}' (expected one of {', '.join(READABLE)})")
         key = f"upload:{hashlib.sha256(content).hexdigest()}:{Path(name).suffix.lower()}"
-
-        def parse() -> Points:
-            # The engine reads files; a private folder keeps the user's file name in its messages.
-            with tempfile.TemporaryDirectory(prefix="dpstudio-") as folder:
-                path = Path(folder) / name
-                path.write_bytes(content)
-                return to_points(path, drop_nonfinite=True)
-
-        return self._get(key, name, parse, progress)
+        # parsed in memory: no copy of the user's file on disk, to be left behind if the server is killed
+        return self._get(key, name, lambda: to_points(read_upload(name, content), drop_nonfinite=True), progress)
 
     def _get(self, key: str, name: str, read: Callable[[], Points], progress: Progress | None) -> Dataset:
         with self._lock:

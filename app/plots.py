@@ -19,10 +19,20 @@ import pandas as pd
 from .state import ClusteringSession
 
 HALO_GREY = "#b4b4b4"
-CLUSTER_COLOURS = tuple(colorcet.palette["glasbey_category10"][:20])  # clusters past 20 reuse colours
+MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
+
+
+def _is_colourful(colour: str) -> bool:
+    """Far enough from grey (its channels differ by a quarter of their range) never to pass for the halo."""
+    channels = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return max(channels) - min(channels) >= 64
+
+
+CLUSTER_COLOURS = tuple(c for c in colorcet.palette["glasbey_category10"] if _is_colourful(c))[:20]  # past 20: reused
 PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 PLOT_SIZE = (560, 460)
+MARKER_SIZE = 16  # pixels across a center marker
 
 
 def colour_codes(labels: np.ndarray) -> pd.Categorical:
@@ -37,7 +47,7 @@ def cluster_colour(label: int) -> str:
 
 def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, names: tuple[str, str]) -> hv.RGB:
     """Points aggregated per pixel and colour category, shaded, spread so lone points stay visible."""
-    x_range, y_range = _padded(x, x_range), _padded(y, y_range)
+    x_range, y_range = _padded(x, x_range, width), _padded(y, y_range, height)
     frame = pd.DataFrame({"x": x, "y": y, "colour": colour_codes(labels)})
     canvas = ds.Canvas(plot_width=int(width), plot_height=int(height), x_range=x_range, y_range=y_range)
     image = tf.shade(canvas.points(frame, "x", "y", ds.count_cat("colour")), color_key=list(PALETTE), min_alpha=200)
@@ -46,12 +56,14 @@ def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, na
     return hv.RGB(rgba, bounds=(x_range[0], y_range[0], x_range[1], y_range[1]), kdims=list(names), vdims=list("RGBA"))
 
 
-def _padded(values: np.ndarray, current) -> tuple[float, float]:
-    """The zoomed range if any, else the data's extent with a 3% margin (and some width when it is flat)."""
+def _padded(values: np.ndarray, current, pixels: int) -> tuple[float, float]:
+    """The zoomed range if any, else the data's extent with a margin of 3% plus a center marker's radius, so
+    the markers of extreme points are not cut by the frame (and some width when the data are flat)."""
     if current is not None and None not in current and current[1] > current[0]:
         return float(current[0]), float(current[1])
     low, high = float(np.min(values)), float(np.max(values))
-    margin = 0.03 * (high - low) if high > low else max(abs(low), 1.0) * 0.5
+    fraction = 0.03 + MARKER_SIZE / pixels
+    margin = fraction * (high - low) / (1 - 2 * fraction) if high > low else max(abs(low), 1.0) * 0.5
     return low - margin, high + margin
 
 
@@ -69,26 +81,38 @@ class SessionPlots:
         self.view_image = hv.DynamicMap(self._view_image, streams=[watched, self.view_ranges, size[1]])
         self.lasso = hv.streams.Lasso(source=self.graph_image)
         self.box = hv.streams.BoundsXY(source=self.graph_image)
+        self._streams = [watched, self.graph_ranges, self.view_ranges, *size, self.lasso, self.box]
         session.param.watch(self._reset_zoom, ["dataset", "dc", "kernel", "x_axis", "y_axis"])
 
     def decision_graph(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._graph_centers, streams=[hv.streams.Params(self.session, ["revision"])])
+        centers = hv.DynamicMap(self._graph_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision"]))])
         return (self.graph_image * centers).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
                 xlabel="ρ (local density)", ylabel="δ (distance to a denser point)",
                 title="Decision graph: lasso the peaks at the top right", framewise=True, **_size(),
             ),
-            hv.opts.Points(color="colour", size=14, line_color="black", line_width=1.5, tools=["hover"],
+            hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
                            nonselection_alpha=1.0, hooks=[_select_on_markers_only]),
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._view_centers, streams=[hv.streams.Params(self.session, ["revision", "x_axis", "y_axis"])])
+        centers = hv.DynamicMap(self._view_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision", "x_axis", "y_axis"]))])
         return (self.view_image * centers).opts(
             hv.opts.RGB(title="Points by cluster", framewise=True, active_tools=["wheel_zoom"], **_size()),
-            hv.opts.Points(color="colour", marker="x", size=16, line_width=3, tools=["hover"]),
+            hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"]),
         )  # fmt: skip
+
+    def close(self) -> None:
+        """Detach this session's streams from their plots. HoloViews keeps every stream in a registry keyed weakly
+        by its plot, but the stream refers back to the plot, so without this the plot, this object, the session
+        and its page would outlive the browser session."""
+        for stream in self._streams:
+            stream.source = None
+
+    def _stream(self, stream: hv.streams.Stream) -> hv.streams.Stream:
+        self._streams.append(stream)
+        return stream
 
     # callbacks ----------------------------------------------------------------------------------------------
     def _graph_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
@@ -117,8 +141,9 @@ class SessionPlots:
         return self._centers(x, y, _view_dims(x_axis, y_axis))
 
     def _centers(self, x, y, names: tuple[str, str]) -> hv.Points:
-        centers = self.session.model.centers_
+        centers = self.session.model.centers_[:MAX_MARKERS]
         clusters = np.arange(len(centers))
+        x, y = x[:MAX_MARKERS], y[:MAX_MARKERS]
         frame = pd.DataFrame({
             names[0]: x, names[1]: y, "cluster": clusters, "row": self.session.dataset.points.rows[centers],
             "colour": [cluster_colour(c) for c in clusters],

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import socket
+import weakref
 
 import numpy as np
 import panel as pn
+from tornado.ioloop import IOLoop
 
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
 
 from .datasets import Dataset, DatasetCache
-from .page import PageSettings, StudioPage
+from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plots import shade_categories
 
 log = logging.getLogger("dpstudio")
+WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
+OPEN_PAGES: weakref.WeakSet[StudioPage] = weakref.WeakSet()  # to show in the log that closed sessions are freed
 
 
 def initial_dataset(cache: DatasetCache, settings: PageSettings) -> Dataset:
@@ -29,11 +35,23 @@ def make_app(cache: DatasetCache, settings: PageSettings):
 
     def app():
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
+        OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"
-        pn.state.on_session_destroyed(lambda context: page.close())
+        pn.state.on_session_destroyed(lambda context: session_ended(page))
         return page.layout
 
     return app
+
+
+def session_ended(page: StudioPage) -> None:
+    """Drop the page's arrays now, and say in the log how many pages are still alive once Bokeh has let go."""
+    page.close()
+    IOLoop.current().call_later(1.0, log_open_pages)
+
+
+def log_open_pages() -> None:
+    gc.collect()  # pages sit in reference cycles (widgets and their watchers)
+    log.info("session ended; %d page(s) alive", len(OPEN_PAGES))
 
 
 def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
@@ -43,18 +61,51 @@ def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
     shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, 8, 8, ("x", "y"))
 
 
+def websocket_origins(address: str, port: int, extra: list[str]) -> list[str]:
+    """Host:port values a browser's page may open its websocket from: the names this server is reached by on the
+    bound address and port, plus ``extra`` (``--allow-websocket-origin``: a proxy's or DNS alias's name)."""
+    hosts = {"localhost", "127.0.0.1", address}
+    if address in WILDCARD_ADDRESSES:  # every interface: this machine's names and addresses
+        name = socket.gethostname()
+        try:
+            addresses = socket.gethostbyname_ex(name)[2]
+        except OSError:
+            addresses = []
+        hosts = (hosts | {name, socket.getfqdn(), *addresses}) - set(WILDCARD_ADDRESSES)
+    # Bokeh reads 'host:port' split at one colon, so IPv6 literals are left to --allow-websocket-origin
+    return [f"{host}:{port}" for host in sorted(hosts) if ":" not in host] + list(extra)
+
+
+def free_port(address: str) -> int:
+    """A port free on ``address`` now, so that the origins and the printed URL name the port served (--port 0)."""
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]
+
+
 def serve(
     path: str | None = None, *, port: int = 5006, address: str = "localhost", show: bool = True,
     max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1, dc_percent: float = 2.0,
+    allow_websocket_origin: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
     """Start the server and block. ``num_procs`` > 1 forks workers: the engine (and CUDA) starts in each lazily."""
+    # dpstudio's own messages (a failed upload, say) on stderr; other libraries only when something is wrong
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.INFO)
     settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
     if num_procs == 1:
+        print(f"dpstudio: loading {path or sample_data.DEFAULT} and the engine's kernels (the first start on a machine "
+              "compiles them: about 30 s)", flush=True)  # fmt: skip
         warm_up(cache, settings)  # also fails early, with a clear message, on a bad PATH
+    port = port or free_port(address)
+    host = "localhost" if address in WILDCARD_ADDRESSES else address
     pn.extension(notifications=False)
-    pn.serve(
-        {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio",
-        num_procs=num_procs, websocket_max_message_size=int(settings.max_upload_bytes * 4 / 3) + 2**20,  # base64
-        allow_websocket_origin=[f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"],
+    server = pn.serve(
+        {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio", start=False,
+        verbose=False, num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
+        allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
+    print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
+    server.start()
+    server.io_loop.start()

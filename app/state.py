@@ -2,20 +2,64 @@
 
 No UI code here (param only), so tests drive it headless exactly as the page does. Every action computes its
 result first and changes the state only when that succeeded, so an engine error leaves the last good state.
+
+Centers the user picks are remembered as ``Picks``: the indices chosen and the (kernel, dc) they were chosen at.
+A dc change shows ``follow_picks`` of those original picks, never of an earlier mapping, so going back to a dc
+gives back its clustering, and the densest point the engine adds (every parent chain ends there) is never
+remembered as picked.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 import param
 
 from dpstudio.engine import DensityPeaks
+from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset
 
 UNDO_DEPTH = 50
+CONFIRM_ABOVE = 1000  # a choice of more centers waits for confirm(): it is nearly always a sloppy lasso
+
+
+@dataclass(frozen=True)
+class Picks:
+    """Centers the user chose, with the (kernel, dc) they were chosen at."""
+
+    centers: np.ndarray  # point indices in label order, without the densest point unless it was chosen
+    kernel: str
+    dc: float
+    delta_min: float  # the smallest delta among them there
+
+    def same_choice(self, other: Picks | None) -> bool:
+        same_dc = other is not None and (self.kernel, self.dc) == (other.kernel, other.dc)
+        return same_dc and np.array_equal(self.centers, other.centers)
+
+
+def follow_picks(picks: Picks, dc: float, parent: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """The picked centers at another (kernel, dc), given that dc's parent and delta.
+
+    Each pick climbs its new parent chain to the first peak of its region: a point with no denser point within
+    the larger of the two dcs (delta >= max(dc, picks.dc)), so a smaller dc does not stop it at a bump the
+    picked dc smoothed away, and a larger one at a peak it merged. The bound never exceeds ``picks.delta_min``,
+    so at the dc they were picked at every pick stays where it is. A chain that finds no such point ends at
+    the densest point. Picks that reach the same peak give one center; the picks' order is kept.
+    """
+    peak_delta = min(max(dc, picks.dc), picks.delta_min)
+    current = picks.centers.copy()
+    while True:
+        climbing = (delta[current] < peak_delta) & (parent[current] >= 0)
+        if not climbing.any():
+            break
+        current[climbing] = parent[current[climbing]]
+    _, first = np.unique(current, return_index=True)
+    return current[np.sort(first)]
 
 
 class ClusteringSession(param.Parameterized):
@@ -30,46 +74,51 @@ class ClusteringSession(param.Parameterized):
     x_axis = param.Selector(objects=[None], default=None)
     y_axis = param.Selector(objects=[None], default=None)
     centers = param.Array(default=np.empty(0, np.int64), constant=True, doc="center point indices, label order")
-    centers_picked = param.Boolean(default=False, constant=True, doc="chosen by the user, so a dc change keeps them")
+    centers_picked = param.Boolean(default=False, constant=True, doc="chosen by the user, so a dc change follows them")
+    pending_centers = param.Integer(default=0, constant=True, doc="centers of a choice waiting for confirm() or cancel()")
     can_undo = param.Boolean(default=False, constant=True)
+    notice = param.String(default="", constant=True, doc="a warning about the current dc, empty when none")
     timings = param.Dict(default={}, constant=True, doc="seconds of the last update per phase")
     revision = param.Integer(default=0, constant=True, doc="bumped whenever labels or the decision graph change")
 
     def __init__(self, **params):
         super().__init__(**params)
         self._model: DensityPeaks | None = None
-        self._history: list[tuple[np.ndarray, bool]] = []
+        self._picks: Picks | None = None  # None: the suggested centers, re-suggested at every dc
+        self._pending: Picks | None = None
+        self._history: list[Picks | None] = []
 
     # loading and parameters ---------------------------------------------------------------------------------
     def load(self, dataset: Dataset, progress=None) -> None:
         """Show a data set (its index is shared); dc from the current percent rule, suggested centers."""
         model = DensityPeaks(dc_percent=self.dc_percent or 2.0, kernel=self.kernel).fit(dataset.indexed, progress=progress)
         x_axis, y_axis = dataset.default_axes()
-        self._model, self._history = model, []
+        self._model, self._history = model, []  # the old data set's centers mean nothing here
         with param.edit_constant(self):
             self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
             self.param.update(dataset=dataset, x_axis=x_axis, y_axis=y_axis, dc_percent=self.dc_percent or 2.0)
-        self._publish(model.centers_, picked=False, timings=dict(model.timings_))
+        self._publish(None, timings=dict(model.timings_))
 
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
                progress=None) -> None:  # fmt: skip
-        """New dc (a value, or the percent rule) or kernel, from the cached index. Picked centers are kept."""
+        """New dc (a value, or the percent rule) or kernel, from the cached index. Picked centers are followed
+        there (``follow_picks``), suggested ones re-suggested."""
         model = self._require_data()
         if dc is None and dc_percent is None:  # a kernel change: same dc, and the rule that gave it
             dc, dc_percent = self.dc, self.dc_percent
         kernel = kernel or self.kernel
         before = dict(model.timings_)
         model.timings_.clear()
-        kept = self.centers if self.centers_picked else None  # None: the new dc's suggested centers
+        picks = self._picks
         try:
-            model.set_dc(None if dc_percent is not None else dc, dc_percent=dc_percent, kernel=kernel, centers=kept,
-                         progress=progress)  # fmt: skip
+            model.set_dc(None if dc_percent is not None else dc, dc_percent=dc_percent, kernel=kernel,
+                         centers=None if picks is None else partial(_centers_at_dc, picks), progress=progress)  # fmt: skip
         except Exception:
             model.timings_.update(before)
             raise
         with param.edit_constant(self):
             self.param.update(kernel=kernel, dc_percent=dc_percent)
-        self._publish(model.centers_, picked=self.centers_picked, timings=dict(model.timings_))
+        self._publish(picks, timings=dict(model.timings_))
 
     def set_halo(self, show: bool) -> None:
         """Show the halo (grey) or not; it is computed here, not while drawing."""
@@ -85,51 +134,78 @@ class ClusteringSession(param.Parameterized):
         vertices = np.asarray(geometry, dtype=np.float64)
         if vertices.ndim != 2 or vertices.shape[0] < 3:
             return  # a click, not a lasso
-        self._choose(polygon=vertices)
+        self._choose(polygon=vertices, region="lasso")
 
     def select_box(self, bounds) -> None:
         """Centers = the points inside a box (rho0, delta0, rho1, delta1) drawn on the decision graph."""
         rho0, delta0, rho1, delta1 = (float(b) for b in bounds)
         box = [(rho0, delta0), (rho1, delta0), (rho1, delta1), (rho0, delta1)]
-        self._choose(polygon=np.array(box))
+        self._choose(polygon=np.array(box), region="box")
 
     def pick_count(self, n_clusters: int) -> None:
         """Centers = the n points of largest gamma."""
         self._choose(n_centers=int(n_clusters))
 
     def suggest(self) -> None:
-        """Centers = the suggested ones (largest drop in gamma)."""
-        model = self._require_data()
-        self._choose(centers=model.suggest_centers(), picked=False)
+        """Centers = the suggested ones (largest drop in gamma), re-suggested at every dc."""
+        self._apply(None)
 
     def clear(self) -> None:
         """No chosen center: every point joins the densest point's cluster."""
         self._choose(centers=np.empty(0, np.int64))
 
+    def confirm(self) -> None:
+        """Accept the choice of more than CONFIRM_ABOVE centers that is waiting."""
+        if self._pending is not None:
+            self._apply(self._pending)
+
+    def cancel(self) -> None:
+        """Drop the choice that is waiting; the centers stay as they were."""
+        self._pending = None
+        with param.edit_constant(self):
+            self.pending_centers = 0
+
     def undo(self) -> None:
-        """Back to the centers before the last change."""
+        """Back to the centers before the last change of centers (at the current dc)."""
+        self._require_data()
+        if self._history:
+            self._apply(self._history.pop(), record=False)
+
+    def _choose(self, region: str | None = None, **choice) -> None:
         model = self._require_data()
-        if not self._history:
+        chosen = model.choose_centers(**choice)
+        if region and not len(chosen):
+            raise ValueError(f"no points selected: the {region} holds no point of the decision graph; the centers are unchanged")
+        delta_min = float(model.delta_[chosen].min()) if len(chosen) else np.inf
+        picks = Picks(chosen, model.kernel_, model.dc_, delta_min)
+        if len(chosen) > CONFIRM_ABOVE:
+            self._pending = picks
+            with param.edit_constant(self):
+                self.pending_centers = len(chosen)
             return
-        centers, picked = self._history.pop()
-        model.assign(centers=centers)
-        self._publish(model.centers_, picked=picked, timings={"relabel": model.timings_["relabel"]}, record=False)
+        self._apply(picks)
 
-    def _choose(self, picked: bool = True, **choice) -> None:
+    def _apply(self, picks: Picks | None, record: bool = True) -> None:
+        """Show these picks (None: the suggested centers) at the current dc; the old ones go to the undo history."""
         model = self._require_data()
-        model.assign(**choice)
-        self._publish(model.centers_, picked=picked, timings={"relabel": model.timings_["relabel"]})
+        if self._picks is None if picks is None else picks.same_choice(self._picks):
+            self.cancel()
+            return  # a re-pick of the same centers: no relabel, no undo step
+        model.assign(centers=model.suggest_centers() if picks is None else _centers_at_dc(picks, model))
+        if record:
+            self._history = [*self._history[-(UNDO_DEPTH - 1) :], self._picks]
+        self._publish(picks, timings={"relabel": model.timings_["relabel"]})
 
-    def _publish(self, centers: np.ndarray, picked: bool, timings: dict, record: bool = True) -> None:
-        if record and self._model is not None and self.dataset is not None and len(self.centers):
-            self._history = [*self._history[-(UNDO_DEPTH - 1) :], (self.centers, self.centers_picked)]
+    def _publish(self, picks: Picks | None, timings: dict) -> None:
         model = self._model
+        self._picks, self._pending = picks, None
         if self.show_halo:
             model.halo_  # computed now, in the caller's thread, not while drawing
         with param.edit_constant(self):
             self.param.update(
-                dc=model.dc_, centers=np.asarray(centers, np.int64), centers_picked=picked,
-                can_undo=bool(self._history), timings=timings, revision=self.revision + 1,
+                dc=model.dc_, centers=np.asarray(model.centers_, np.int64), centers_picked=picks is not None,
+                pending_centers=0, can_undo=bool(self._history), notice=_density_notice(model), timings=timings,
+                revision=self.revision + 1,
             )  # fmt: skip
 
     # results for the views -----------------------------------------------------------------------------------
@@ -160,8 +236,9 @@ class ClusteringSession(param.Parameterized):
         return table
 
     def labels_table(self) -> pd.DataFrame:
-        """The download: one row per point, indexed by its row in the input (as ``dpstudio cluster --out``)."""
-        return self._require_data().to_frame(rows=self.dataset.points.rows)
+        """The download: one row per input row, as ``dpstudio cluster --out`` writes (see ``with_dropped_rows``)."""
+        points = self.dataset.points
+        return with_dropped_rows(self._require_data().to_frame(rows=points.rows), points.dropped_rows)
 
     def close(self) -> None:
         """Forget this session's results; device memory the shared data set does not use is given back."""
@@ -175,3 +252,17 @@ class ClusteringSession(param.Parameterized):
             raise RuntimeError("no data set is loaded")
         return self._model
 
+
+def _centers_at_dc(picks: Picks, model: DensityPeaks) -> np.ndarray:
+    """The picks where they were made, else followed to the model's (kernel, dc)."""
+    if (picks.kernel, picks.dc) == (model.kernel_, model.dc_):
+        return picks.centers
+    return follow_picks(picks, model.dc_, model.parent_, model.delta_)
+
+
+def _density_notice(model: DensityPeaks) -> str:
+    """A warning when dc is so small that no point has a neighbour: every rho is 0 and the graph shows nothing."""
+    if model.rho_.max() > 0:
+        return ""
+    return (f"dc = {model.dc_:.6g} is below the smallest distance between points: every ρ is 0, so the decision "
+            "graph has no peaks. Use a larger dc or the percent rule.")  # fmt: skip

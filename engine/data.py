@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,52 +31,93 @@ class Points:
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read CSV/TSV/TXT (header detected), Parquet or NPY into a DataFrame with string column names."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path} is a folder, not a file")
     if not path.is_file():
         raise DataError(f"file not found: {path}")
-    suffix = path.suffix.lower()
+    return _parse(path.name, path)
+
+
+def read_upload(name: str, content: bytes) -> pd.DataFrame:
+    """Like ``read_table``, for a file's content sent by a browser: parsed in memory, never written to disk."""
+    return _parse(Path(name).name, io.BytesIO(content))
+
+
+def _parse(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
+    suffix = Path(name).suffix.lower()
     if suffix not in READABLE:
-        raise DataError(f"unsupported file type '{suffix or path.name}' (expected one of {', '.join(READABLE)})")
+        raise DataError(f"unsupported file type '{suffix or name}' (expected one of {', '.join(READABLE)})")
     try:
         if suffix == ".npy":
-            frame = _read_npy(path)
+            frame = _read_npy(name, source)
         elif suffix in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(source)
         else:
-            frame = _read_delimited(path, TABLE_SUFFIXES[suffix])
+            frame = _read_delimited(name, source, TABLE_SUFFIXES[suffix])
     except DataError:
         raise
-    except Exception as exc:  # a parser's own message, kept to one line
-        raise DataError(f"cannot read {path.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from exc
+    except Exception as exc:  # a parser's own message, kept to one line and to the file's name (no server path)
+        reason = str(exc).splitlines()[0].replace(str(source), name) if str(exc) else type(exc).__name__
+        raise DataError(f"cannot read {name}: {reason}") from exc
     if len(frame) == 0:
-        raise DataError(f"{path.name} has no rows")
+        raise DataError(f"{name} has no rows")
     frame.columns = [str(c) for c in frame.columns]
     return frame
 
 
-def _read_npy(path: Path) -> pd.DataFrame:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise DataError(f"{path.name} holds Python objects; only numeric .npy files are read") from exc
+def _opened(source: Path | io.BytesIO):
+    """A binary handle on the file or the in-memory content, at its start (the content stays open)."""
+    if isinstance(source, Path):
+        return source.open("rb")
+    source.seek(0)
+    return contextlib.nullcontext(source)
+
+
+def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
+    with _opened(source) as handle:
+        # np.load takes anything without the .npy magic for a pickle, so check it here
+        if handle.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+            raise DataError(f"{name} is not a NumPy .npy file (corrupt, or another format renamed)")
+        handle.seek(0)
+        try:
+            version = np.lib.format.read_magic(handle)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            _, _, dtype = read_header(handle)
+        except ValueError as exc:
+            raise DataError(f"{name} has a corrupt .npy header") from exc
+        if dtype.hasobject:
+            raise DataError(f"{name} holds Python objects; only numeric .npy files are read")
+        handle.seek(0)
+        try:
+            array = np.load(handle, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise DataError(f"{name} is truncated or corrupt: its data do not match its .npy header") from exc
     if array.ndim == 1:
         array = array[:, None]
     if array.ndim != 2:
-        raise DataError(f"{path.name} has shape {array.shape}; expected (N, d)")
+        raise DataError(f"{name} has shape {array.shape}; expected (N, d)")
     if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-        raise DataError(f"{path.name} has dtype {array.dtype}; expected real numbers")
+        raise DataError(f"{name} has dtype {array.dtype}; expected real numbers")
     return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
 
-def _read_delimited(path: Path, sep: str | None) -> pd.DataFrame:
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        first = next((line for line in handle if line.strip()), "")
+def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:
+    with _opened(source) as handle:
+        first = next((line for line in handle if line.strip()), b"").decode("utf-8", errors="replace")
     if not first:
-        raise DataError(f"{path.name} has no rows")
+        raise DataError(f"{name} has no rows")
     if sep is None:  # .txt: whichever of tab, comma, semicolon the first line uses, else whitespace
         sep = next((s for s in ("\t", ",", ";") if s in first), r"\s+")
     fields = [f.strip().strip('"') for f in (first.split() if sep == r"\s+" else first.split(sep))]
     has_header = not all(_is_number(f) for f in fields)
-    return pd.read_csv(path, sep=sep, header=0 if has_header else None, skip_blank_lines=True)
+    options = {"sep": sep, "header": 0 if has_header else None, "skip_blank_lines": True}
+    with _opened(source) as handle:
+        try:
+            return pd.read_csv(handle, **options)
+        except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
+            pass
+    with _opened(source) as handle:
+        return pd.read_csv(handle, encoding="latin-1", **options)
 
 
 def _is_number(text: str) -> bool:
@@ -88,6 +131,8 @@ def _is_number(text: str) -> bool:
 def _numeric_column(frame: pd.DataFrame, name: str, named_by_user: bool) -> np.ndarray | None:
     """The column as float64, None if it is text to be skipped; a mostly numeric column with stray text is an error."""
     column = frame[name]
+    if pd.api.types.is_complex_dtype(column):
+        raise DataError(f"column '{name}' holds complex numbers; expected real numbers")
     if pd.api.types.is_bool_dtype(column):
         return column.to_numpy(np.float64)
     if pd.api.types.is_numeric_dtype(column):
@@ -120,8 +165,8 @@ def to_points(
             array = array[:, None]
         if array.ndim != 2:
             raise DataError(f"expected a 2-D array (N, d), got shape {array.shape}")
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-            raise DataError(f"expected numbers, got dtype {array.dtype}")
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
+            raise DataError(f"expected real numbers, got dtype {array.dtype}")
         frame = pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
     if columns:
@@ -153,6 +198,18 @@ def to_points(
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
+def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataFrame:
+    """A per-point result table (``index`` = input row) with the rows left out for NaN/inf put back in place,
+    empty but for their index and a ``reason``, so the table has one row per input row."""
+    if not len(dropped_rows):
+        return table
+    dropped = pd.DataFrame({"index": dropped_rows, "reason": "NaN or infinite value"})
+    full = pd.concat([table.assign(reason=""), dropped], ignore_index=True).sort_values("index", ignore_index=True)
+    # whole numbers and flags stay so, with an empty cell in the dropped rows (whatever the method's columns)
+    nullable = {name: "Int64" if dtype.kind == "i" else "boolean" for name, dtype in table.dtypes.items() if dtype.kind in "ib"}
+    return full.astype(nullable)
+
+
 def write_labels(path: str | Path, table: pd.DataFrame) -> None:
     """Write a per-point result table as CSV or Parquet, chosen by the file's suffix."""
     path = Path(path)
@@ -161,7 +218,12 @@ def write_labels(path: str | Path, table: pd.DataFrame) -> None:
         raise DataError(f"cannot write '{suffix or path.name}': use a .csv or .parquet file name")
     if not path.parent.exists():
         raise DataError(f"folder not found: {path.parent}")
-    if suffix == ".csv":
-        table.to_csv(path, index=False)
-    else:
-        table.to_parquet(path, index=False)
+    if path.is_dir():
+        raise DataError(f"{path} is a folder; give a file name")
+    try:
+        if suffix == ".csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_parquet(path, index=False)
+    except OSError as exc:
+        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from exc

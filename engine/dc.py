@@ -10,11 +10,18 @@ p = 2 %, so the mean number of neighbours lands within +-2.1 % of its target wit
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 EXACT_PAIRS = 1 << 20
 SAMPLE_PAIRS = 1 << 20
+
+
+def check_number(name: str, value) -> None:
+    """A clear TypeError for a parameter given as text (or anything else) instead of a real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
 
 
 def pair_indices(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -39,6 +46,7 @@ def pair_distances(points, i, j, xp=np):
 
 def dc_from_percent(points, percent: float, xp=np, seed: int = 0) -> float:
     """dc for which about ``percent`` % of pairs are closer than dc (exact for small N, sampled above)."""
+    check_number("dc_percent", percent)
     if not 0 < percent < 100:
         raise ValueError(f"dc_percent must be in (0, 100), got {percent}")
     i, j = pair_indices(points.shape[0], seed)

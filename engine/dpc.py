@@ -77,7 +77,8 @@ class DensityPeaks(ParamsMixin):
         centers=None, progress: Progress | None = None,
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
-        ``centers`` (point indices; default: the suggested centers for the new dc).
+        ``centers``: point indices, or a function of this estimator (with its new rho, delta and parent) that
+        returns them; default: the suggested centers for the new dc.
 
         The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
         """
@@ -88,7 +89,7 @@ class DensityPeaks(ParamsMixin):
             dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
         self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
         self.dc_, self.kernel_ = self._fields.dc, kernel
-        return self.assign(centers=centers)
+        return self.assign(centers=centers(self) if callable(centers) else centers)
 
     @property
     def index_(self):
@@ -119,8 +120,7 @@ class DensityPeaks(ParamsMixin):
         Centers chosen by a region or count are ordered by decreasing gamma. The densest point is always a
         center, since every parent chain ends there: if it is not chosen it is appended as the last label.
         """
-        self._require_fit()
-        chosen = self._choose_centers(centers, rho_min, delta_min, polygon, n_centers)
+        chosen = self.choose_centers(centers, rho_min=rho_min, delta_min=delta_min, polygon=polygon, n_centers=n_centers)
         started = time.perf_counter()
         backend, fields = self._backend, self._fields
         densest = int(fields.order[0])
@@ -133,7 +133,12 @@ class DensityPeaks(ParamsMixin):
         self.timings_["relabel"] = time.perf_counter() - started
         return self
 
-    def _choose_centers(self, centers, rho_min, delta_min, polygon, n_centers) -> np.ndarray:
+    def choose_centers(
+        self, centers=None, *, rho_min: float | None = None, delta_min: float | None = None,
+        polygon=None, n_centers: int | None = None,
+    ) -> np.ndarray:  # fmt: skip
+        """The centers a choice gives (see ``assign``), before the densest point is added."""
+        self._require_fit()
         modes = [name for name, v in (("centers", centers), ("rho_min/delta_min", rho_min if rho_min is not None else delta_min),
                                       ("polygon", polygon), ("n_centers", n_centers)) if v is not None]  # fmt: skip
         if len(modes) > 1:
@@ -163,6 +168,8 @@ class DensityPeaks(ParamsMixin):
             vertices = np.asarray(polygon, dtype=np.float64)
             if vertices.ndim != 2 or vertices.shape[1] != 2 or vertices.shape[0] < 3:
                 raise ValueError("polygon must be at least 3 (rho, delta) vertices")
+            if not np.isfinite(vertices).all():
+                raise ValueError("polygon vertices must be finite numbers")
             mask = backend.points_in_polygon(fields.rho, fields.delta, backend.asarray(vertices))
         else:
             return self.suggest_centers()

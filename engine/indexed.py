@@ -22,7 +22,7 @@ import numpy as np
 from . import centers as center_rules
 from .backends import get_backend
 from .data import to_points
-from .dc import dc_from_percent
+from .dc import check_number, dc_from_percent
 from .hierarchy import graph_spanning_forest, single_linkage_chain
 
 KERNELS = ("cutoff", "gaussian")
@@ -112,8 +112,9 @@ class IndexedPoints:
         ``timings`` receives the seconds spent on "rho" and "delta" (0.0 for a cached result).
         """
         check_kernel(kernel)
+        check_number("dc", dc)
         if not (np.isfinite(dc) and dc > 0):
-            raise ValueError(f"dc must be a positive number, got {dc}")
+            raise ValueError(f"dc must be a finite positive number, got {dc}")
         key = (kernel, float(dc))
         with self._lock:
             if key in self._fields:

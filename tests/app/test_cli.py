@@ -79,7 +79,10 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
     assert result.returncode == 0, result.stderr
     facts = json.loads(result.stdout)
     assert facts["columns"] == ["a", "b"] and facts["n_points"] == 59 and facts["dropped_rows"] == 1
-    assert 5 not in set(pd.read_csv(tmp_path / "o.csv")["index"])
+    written = pd.read_csv(tmp_path / "o.csv", keep_default_na=False)
+    assert list(written["index"]) == list(range(60))  # one row per input row, the dropped one kept empty
+    assert written.loc[5, "label"] == "" and written.loc[5, "reason"] == "NaN or infinite value"
+    assert (written.drop(index=5)["reason"] == "").all() and (written.drop(index=5)["label"] != "").all()
 
 
 @pytest.mark.parametrize(
@@ -89,7 +92,7 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{bad}"], "not numeric"),
         (["{good}", "--columns", "q"], "no column named 'q'"),
         (["{good}", "--centers", "x:y"], "expected auto, K"),
-        (["{good}", "--dc", "-2"], "dc must be a positive"),
+        (["{good}", "--dc", "-2"], "dc must be a finite positive"),
         (["{good}", "--out", "labels.json"], "use a .csv or .parquet"),
         (["{good}", "--dc", "1", "--dc-percent", "2"], "not allowed with argument"),
         (["{good}", "--centers", "99,"], "out of range"),
@@ -97,16 +100,30 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{good}", "--method", "dbscan", "--min-samples", "0"], "min_samples must be a whole number >= 1"),
         (["{good}", "--method", "hdbscan", "--min-cluster-size", "1"], "min_cluster_size must be a whole number >= 2"),
         (["{good}", "--method", "hdbscan", "--min-cluster-size", "50"], "min_samples (50) must be at most the number of points"),
+        (["{good}", "--centers", ":"], "at least one given"),
+        (["{good}", "--centers", "nan:nan"], "finite numbers"),
+        (["{good}", "--dc", "1e400"], "dc must be a finite positive number, got inf"),
+        (["{good}", "--out", "{folder}"], "is a folder"),
+        (["{folder}"], "is a folder, not a file"),
+        (["{garbage}"], "not a NumPy .npy file"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     (tmp_path / "bad.csv").write_text("x,y\n1,2\n3,oops\n")
     (tmp_path / "good.csv").write_text("x,y\n" + "\n".join(f"{i},{i % 3}" for i in range(20)))
-    args = [a.format(bad=tmp_path / "bad.csv", good=tmp_path / "good.csv") for a in args]
+    (tmp_path / "folder.csv").mkdir()
+    (tmp_path / "garbage.npy").write_bytes(bytes(range(256)) * 4)
+    paths = {name: tmp_path / file for name, file in [("bad", "bad.csv"), ("good", "good.csv"), ("folder", "folder.csv"), ("garbage", "garbage.npy")]}
+    args = [a.format(**paths) for a in args]
     result = dpstudio("cluster", *args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_version():
+    result = dpstudio("--version")
+    assert result.returncode == 0 and result.stdout.startswith("dpstudio ") and result.stdout.split()[1][0].isdigit()
 
 
 def test_bench_runs_a_small_table():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.state import ClusteringSession
+from dpstudio.app.state import CONFIRM_ABOVE, ClusteringSession, Picks, follow_picks
 from dpstudio.engine import DataError, DensityPeaks
 
 
@@ -60,19 +63,117 @@ def test_box_selection_is_the_same_as_its_polygon(session):
     np.testing.assert_array_equal(session.centers, by_box)
 
 
-def test_dc_change_reuses_the_index_and_keeps_picked_centers(session, monkeypatch):
+def test_dc_change_reuses_the_index_and_follows_picked_centers(session, monkeypatch):
     dataset = session.dataset
     index = dataset.indexed.index
     monkeypatch.setattr(dataset.indexed.backend, "build_vptree", lambda *a, **k: pytest.fail("index rebuilt"))
     session.pick_count(3)
-    picked = session.centers.copy()
+    picks = session._picks
     session.set_dc(session.dc * 1.5)
-    assert session.model.index_ is index and session.dc_percent is None
-    np.testing.assert_array_equal(session.centers[: len(picked)], picked)
+    assert session.model.index_ is index and session.dc_percent is None and session.centers_picked
+    np.testing.assert_array_equal(session.centers[:-1] if len(session.centers) > 3 else session.centers,
+                                  follow_picks(picks, session.dc, session.model.parent_, session.model.delta_))  # fmt: skip
     monkeypatch.undo()  # the reference below builds its own index
     reference = DensityPeaks(dc=session.dc, backend="cpu").fit(dataset.points.values).assign(centers=session.centers)
     np.testing.assert_array_equal(session.labels(), reference.labels_)
     np.testing.assert_array_equal(session.model.rho_, reference.rho_)
+
+
+def test_follow_picks_climbs_each_chain_to_its_first_peak():
+    #          0     1     2     3     4     5     6
+    parent = np.array([-1, 0, 1, 2, 1, 4, 5])
+    delta = np.array([9.0, 5.0, 0.1, 0.2, 0.3, 3.0, 0.1])
+    picks = Picks(np.array([3, 6, 2]), "cutoff", dc=1.0, delta_min=4.0)
+    # at dc 2: peaks are delta >= min(max(2, 1), 4) = 2: 3 -> 2 -> 1; 6 -> 5; 2 -> 1 (the same peak as 3's)
+    np.testing.assert_array_equal(follow_picks(picks, 2.0, parent, delta), [1, 5])
+    # at dc 4 the bound is 4: 5 (delta 3) is no peak any more, its chain goes on to 1
+    np.testing.assert_array_equal(follow_picks(picks, 4.0, parent, delta), [1])
+    # a pick below every bound climbs to the densest point, where every chain ends
+    np.testing.assert_array_equal(follow_picks(Picks(np.array([6]), "cutoff", 1.0, 99.0), 50.0, parent, delta), [0])
+
+
+def test_picked_centers_come_back_with_their_dc_and_never_keep_the_densest_point(session):
+    polygon, peaks = top_right_lasso(session, 2)
+    session.select_polygon(polygon)
+    start = (session.dc, session.centers.copy(), session.model.labels_.copy())
+    seen = {}
+    for dc in (0.99, 2.08, 0.63, 0.99, 2.08, 0.63):
+        session.set_dc(dc)
+        model = session.model
+        densest = int(np.argmax(model.parent_ < 0))
+        picked_here = [c for c in session.centers if c != densest]
+        # every followed pick is a peak there: nothing denser within max(dc, the picked dc)
+        assert all(model.delta_[c] >= min(dc, model.delta_.max()) for c in picked_here)
+        assert len(session.centers) <= 3  # two picks, plus the densest point if neither reached it
+        if dc in seen:  # the same dc gives the same clustering again
+            np.testing.assert_array_equal(session.centers, seen[dc])
+        seen[dc] = session.centers.copy()
+    session.set_dc(start[0])
+    np.testing.assert_array_equal(session.centers, start[1])
+    np.testing.assert_array_equal(session.model.labels_, start[2])
+    assert sorted(np.bincount(session.model.labels_)) == [250, 2050]
+
+
+def test_switching_data_sets_leaves_nothing_to_undo(cache):
+    session = ClusteringSession()
+    session.load(cache.sample("blobs"))
+    session.pick_count(2)
+    assert session.can_undo
+    session.load(cache.sample("nested"))
+    assert not session.can_undo
+    centers = session.centers.copy()
+    session.undo()
+    np.testing.assert_array_equal(session.centers, centers)
+    session.load(cache.sample("moons"))
+    session.undo()  # blobs' center 1522 does not exist in moons' 1400 points
+    assert not session.can_undo and session.centers.max() < 1400
+
+
+def test_the_same_choice_again_is_no_undo_step(session):
+    session.pick_count(2)
+    revision = session.revision
+    session.pick_count(2)
+    session.suggest()
+    session.suggest()
+    assert session.revision == revision + 1  # only the suggest changed anything
+    session.undo()
+    session.undo()
+    assert not session.can_undo and not session.centers_picked
+
+
+def test_an_empty_lasso_says_so_and_keeps_the_centers(session):
+    before = (session.centers.copy(), session.revision)
+    far_away = [(-10, -10), (-9, -10), (-9, -9)]
+    with pytest.raises(ValueError, match="no points selected"):
+        session.select_polygon(far_away)
+    with pytest.raises(ValueError, match="polygon vertices must be finite"):
+        session.select_polygon([(np.nan, 1), (2, 2), (3, 1)])
+    np.testing.assert_array_equal(session.centers, before[0])
+    assert session.revision == before[1] and not session.can_undo
+
+
+def test_thousands_of_centers_wait_for_confirmation(session):
+    before = session.centers.copy()
+    session.pick_count(CONFIRM_ABOVE + 1)
+    assert session.pending_centers == CONFIRM_ABOVE + 1
+    np.testing.assert_array_equal(session.centers, before)
+    session.cancel()
+    assert session.pending_centers == 0 and not session.can_undo
+    session.pick_count(CONFIRM_ABOVE + 1)
+    session.confirm()
+    assert session.pending_centers == 0 and len(session.centers) >= CONFIRM_ABOVE + 1
+    session.undo()
+    np.testing.assert_array_equal(session.centers, before)
+    session.pick_count(CONFIRM_ABOVE)  # at the threshold: applied at once
+    assert len(session.centers) >= CONFIRM_ABOVE and session.pending_centers == 0
+
+
+def test_a_dc_below_every_distance_is_warned_about(session):
+    assert session.notice == ""
+    session.set_dc(1e-9)
+    assert session.dc == 1e-9 and "every ρ is 0" in session.notice and "1e-09" in session.notice
+    session.set_dc(dc_percent=2.0)
+    assert session.notice == ""
 
 
 def test_dc_change_re_suggests_when_centers_were_suggested(session):
@@ -100,7 +201,7 @@ def test_undo_and_clear(session):
 
 def test_a_failed_action_leaves_the_state_as_it_was(session):
     before = (session.dc, session.centers.copy(), session.revision, session.model.labels_.copy())
-    with pytest.raises(ValueError, match="dc must be a positive number"):
+    with pytest.raises(ValueError, match="dc must be a finite positive number"):
         session.set_dc(-1.0)
     with pytest.raises(ValueError, match="n_centers"):
         session.pick_count(0)
@@ -157,7 +258,8 @@ def test_download_rows_point_back_to_the_input(cache, tmp_path):
     session = ClusteringSession()
     session.load(cache.file(path))
     table = session.labels_table()
-    assert len(table) == 39 and 3 not in set(table["index"]) and table["index"].max() == 39
+    assert list(table["index"]) == list(range(40))  # one row per input row
+    assert table["label"].isna().tolist() == [i == 3 for i in range(40)] and table.loc[3, "reason"] == "NaN or infinite value"
     assert session.dataset.points.dropped_rows.tolist() == [3]
 
 
@@ -166,3 +268,19 @@ def test_high_dimensional_data_opens_on_principal_components(cache):
     session.load(cache.sample("blobs3d"))
     assert (session.x_axis, session.y_axis) == ("PC1", "PC2")
     assert session.dataset.axis_values("PC1").shape == (session.dataset.n_points,)
+
+
+def test_uploads_are_parsed_in_memory_in_every_format(cache, tmp_path, monkeypatch, rng):
+    values = rng.normal(size=(30, 2))
+    frame = pd.DataFrame(values, columns=["u", "v"])
+    frame.to_parquet(tmp_path / "a.parquet")
+    np.save(tmp_path / "a.npy", values)
+    for make in ("mkdtemp", "mkstemp"):  # what temporary files and folders are made with
+        monkeypatch.setattr(tempfile, make, lambda *a, **k: pytest.fail("an upload was written to disk"))
+    for name, content in [("a.csv", frame.to_csv(index=False).encode()), ("a.tsv", frame.to_csv(index=False, sep="\t").encode()),
+                          ("a.parquet", (tmp_path / "a.parquet").read_bytes()), ("a.npy", (tmp_path / "a.npy").read_bytes())]:  # fmt: skip
+        dataset = cache.upload(name, content, max_bytes=2**20)
+        np.testing.assert_allclose(dataset.points.values, values.astype(np.float32), err_msg=name)
+    assert cache.upload("l.csv", "größe,wert\n1,2\n3,4\n".encode("latin-1"), max_bytes=2**20).points.columns == ("größe", "wert")
+    with pytest.raises(DataError, match="garbage.npy is not a NumPy .npy file"):
+        cache.upload("garbage.npy", b"\xe9t\xe9", max_bytes=2**20)

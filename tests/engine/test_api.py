@@ -85,6 +85,7 @@ def test_assign_by_rectangle_polygon_and_count(rng):
         ({"centers": [1, 1]}, "same point twice"),
         ({"centers": [0.5]}, "integer"),
         ({"polygon": [(0, 0), (1, 1)]}, "at least 3"),
+        ({"polygon": [(0, 0), (1, np.nan), (2, 0)]}, "finite"),
         ({"n_centers": 0}, "between 1 and"),
     ],
 )
@@ -97,8 +98,12 @@ def test_bad_center_choices(kwargs, message, rng):
 def test_bad_parameters(rng):
     with pytest.raises(ValueError, match="kernel must be"):
         DensityPeaks(kernel="tophat").fit(blobs(rng, 50))
-    with pytest.raises(ValueError, match="dc must be a positive"):
+    with pytest.raises(ValueError, match="dc must be a finite positive"):
         DensityPeaks(dc=-1.0, backend="cpu").fit(blobs(rng, 50))
+    with pytest.raises(TypeError, match="dc must be a number, got '0.5'"):
+        DensityPeaks(dc="0.5", backend="cpu").fit(blobs(rng, 50))
+    with pytest.raises(TypeError, match="dc_percent must be a number, got '2'"):
+        DensityPeaks(dc_percent="2", backend="cpu").fit(blobs(rng, 50))
     with pytest.raises(ValueError, match="backend must be"):
         DensityPeaks(backend="tpu").fit(blobs(rng, 50))
     with pytest.raises(ValueError, match="dc_percent"):

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine import DataError, read_table, to_points, write_labels
+from dpstudio.engine.data import with_dropped_rows
 
 
 def test_csv_with_and_without_header_tsv_txt_parquet_npy_agree(tmp_path, rng):
@@ -59,6 +60,53 @@ def test_npy_never_unpickles(tmp_path):
     np.save(tmp_path / "o.npy", np.array([{"a": 1}, {"b": 2}], dtype=object), allow_pickle=True)
     with pytest.raises(DataError, match="Python objects"):
         to_points(tmp_path / "o.npy")
+
+
+def test_corrupt_and_truncated_npy_are_called_that(tmp_path, rng):
+    (tmp_path / "random.npy").write_bytes(rng.integers(0, 256, 4000, dtype=np.uint8).tobytes())
+    with pytest.raises(DataError, match="random.npy is not a NumPy .npy file"):
+        to_points(tmp_path / "random.npy")
+    np.save(tmp_path / "whole.npy", rng.normal(size=(100, 3)))
+    content = (tmp_path / "whole.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(content[: len(content) // 2])
+    with pytest.raises(DataError, match="cut.npy is truncated or corrupt"):
+        to_points(tmp_path / "cut.npy")
+    (tmp_path / "header.npy").write_bytes(content[:12])
+    with pytest.raises(DataError, match="header.npy has a corrupt .npy header"):
+        to_points(tmp_path / "header.npy")
+
+
+def test_a_folder_is_not_a_missing_file(tmp_path):
+    with pytest.raises(DataError, match="is a folder, not a file"):
+        to_points(tmp_path)
+
+
+def test_latin1_text_is_read(tmp_path):
+    (tmp_path / "l.csv").write_bytes("größe,wert\n1,2\n3,4\n5,6\n".encode("latin-1"))
+    points = to_points(tmp_path / "l.csv")
+    assert points.columns == ("größe", "wert") and points.values.shape == (3, 2)
+
+
+def test_complex_numbers_are_refused():
+    with pytest.raises(DataError, match="expected real numbers, got dtype complex128"):
+        to_points(np.ones((5, 2)) * (1 + 1j))
+    with pytest.raises(DataError, match="column 'z' holds complex numbers"):
+        to_points(pd.DataFrame({"x": np.arange(5.0), "z": np.arange(5) * 1j}))
+
+
+def test_parser_errors_name_the_file_not_its_folder(tmp_path):
+    (tmp_path / "p.parquet").write_bytes(b"PAR1 but not really parquet")
+    with pytest.raises(DataError) as error:
+        to_points(tmp_path / "p.parquet")
+    assert "p.parquet" in str(error.value) and str(tmp_path) not in str(error.value)
+
+
+def test_dropped_rows_come_back_empty_with_a_reason():
+    table = pd.DataFrame({"index": [0, 2, 4], "label": [0, 1, 1], "halo": False, "rho": 1.0, "delta": 2.0, "parent": [-1, 0, 2]})
+    full = with_dropped_rows(table, np.array([1, 3]))
+    assert list(full["index"]) == [0, 1, 2, 3, 4] and list(full["reason"] == "") == [True, False, True, False, True]
+    assert full["label"].isna().tolist() == [False, True, False, True, False] and full["parent"].iloc[4] == 2
+    assert with_dropped_rows(table, np.array([], np.int64)) is table
 
 
 def test_missing_column_names_the_available_ones(tmp_path):

@@ -1,18 +1,31 @@
-"""The app in a real browser: lasso on the decision graph, the dc slider, a bad upload, the download."""
+"""The app in a real browser: lasso on the decision graph, the dc slider and percent field, uploads good, bad and
+empty, the data-set list, a lasso of thousands of centers, the download."""
 
 from __future__ import annotations
 
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
 import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
+
+from .conftest import Server
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
 
 
+ROWS = ".tabulator-row"  # a row of the clusters table
+
+
 def open_app(page: Page, url: str) -> None:
     page.goto(url)
-    expect(page.locator("table tbody tr").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(ROWS).first).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator("canvas")).not_to_have_count(0, timeout=TIMEOUT_MS)
     page.wait_for_timeout(1500)  # let the first datashaded images arrive
 
@@ -26,7 +39,24 @@ def plot_canvas(page: Page, title: str):
 
 
 def table_rows(page: Page) -> int:
-    return page.locator("table tbody tr").count()
+    return page.locator(ROWS).count()
+
+
+def data_set_info(page: Page):
+    return page.get_by_text(" points × ")
+
+
+def percent_field(page: Page):
+    return page.get_by_placeholder("dc set directly: type a percent for the rule")
+
+
+def dc_field(page: Page):
+    return page.locator("input").nth(1)  # the dc slider's text box (after the file input)
+
+
+def type_into(field, text: str) -> None:
+    field.fill(text)
+    field.press("Enter")
 
 
 def lasso(page: Page, canvas, corners) -> None:
@@ -48,11 +78,11 @@ def test_lasso_on_the_decision_graph_relabels_the_points(page: Page, server):
     before = view.screenshot()
     # The two largest peaks of blobs sit alone at the top right, far above the other three.
     lasso(page, plot_canvas(page, "Decision graph"), [(0.62, 0.3), (0.62, 0.0), (1.0, 0.0), (1.0, 0.3)])
-    expect(page.locator("table tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
+    expect(page.locator(ROWS)).to_have_count(2, timeout=TIMEOUT_MS)
     page.wait_for_timeout(1000)
     assert view.screenshot() != before, "the 2-D view was not recoloured"
     page.get_by_role("button", name="Undo").click()
-    expect(page.locator("table tbody tr")).to_have_count(5, timeout=TIMEOUT_MS)
+    expect(page.locator(ROWS)).to_have_count(5, timeout=TIMEOUT_MS)
 
 
 def test_moving_the_dc_slider_recomputes_rho(page: Page, server):
@@ -76,8 +106,64 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     bad.write_text("a,b\n1,2\n3,oops\n5,6\n")
     page.locator("input[type=file]").set_input_files(bad)
     expect(page.get_by_text("Loading failed")).to_be_visible(timeout=TIMEOUT_MS)
-    expect(page.locator(".alert, [role=alert]").first).to_contain_text("column 'b' is not numeric: value 'oops' at row 1")
+    expect(page.locator(".alert", has_text="Loading failed")).to_contain_text("column 'b' is not numeric: value 'oops' at row 1")
     assert table_rows(page) == 5  # still the blobs clustering
+
+
+def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, server):
+    open_app(page, server.url)
+    rule_dc = dc_field(page).input_value()
+    expect(percent_field(page)).to_have_value("2")
+    type_into(dc_field(page), "0.8")
+    expect(percent_field(page)).to_have_value("", timeout=TIMEOUT_MS)  # no longer the rule's dc
+    type_into(percent_field(page), "2")
+    expect(dc_field(page)).to_have_value(rule_dc, timeout=TIMEOUT_MS)
+    type_into(dc_field(page), "1e-9")
+    expect(page.get_by_text("every ρ is 0")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(dc_field(page)).to_have_value("1e-9")
+    type_into(percent_field(page), "2")
+    expect(page.get_by_text("every ρ is 0")).to_be_hidden(timeout=TIMEOUT_MS)
+
+
+def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
+    open_app(page, server.url)
+    upload = page.locator("input[type=file]")
+    (tmp_path / "broken.csv").write_text("a,b\n1,2\n3,oops\n")
+    upload.set_input_files(tmp_path / "broken.csv")
+    expect(page.get_by_text("column 'b' is not numeric")).to_be_visible(timeout=TIMEOUT_MS)
+    (tmp_path / "empty.csv").write_bytes(b"")
+    upload.set_input_files(tmp_path / "empty.csv")
+    expect(page.get_by_text("empty.csv is empty")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_text("column 'b' is not numeric")).to_be_hidden()  # the earlier error is gone
+    (tmp_path / "mine.csv").write_text("a,b\n" + "".join(f"{i % 13},{(i * 7) % 11}\n" for i in range(300)))
+    upload.set_input_files(tmp_path / "mine.csv")
+    expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
+    choice = page.get_by_label("Data set")
+    expect(choice).to_have_value("mine.csv (your file)")
+    choice.select_option("moons")
+    expect(data_set_info(page)).to_contain_text("moons: 1,400 points", timeout=TIMEOUT_MS)
+    upload.set_input_files(tmp_path / "mine.csv")  # the same file again
+    expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
+    choice.select_option("nested")
+    expect(data_set_info(page)).to_contain_text("nested: 2,450 points", timeout=TIMEOUT_MS)
+    choice.select_option("mine.csv (your file)")  # back to the file without uploading it
+    expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
+
+
+def test_a_lasso_of_thousands_of_centers_asks_first(page: Page, server):
+    open_app(page, server.url)
+    # the whole dense band at the bottom of the decision graph: about 2,300 points
+    lasso(page, plot_canvas(page, "Decision graph"), [(0.12, 0.78), (0.9, 0.78), (0.9, 0.89), (0.12, 0.89)])
+    expect(page.get_by_text("centers selected.")).to_be_visible(timeout=TIMEOUT_MS)
+    assert table_rows(page) == 5  # nothing applied yet
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_text("centers selected.")).to_be_hidden(timeout=TIMEOUT_MS)
+    lasso(page, plot_canvas(page, "Decision graph"), [(0.12, 0.78), (0.9, 0.78), (0.9, 0.89), (0.12, 0.89)])
+    page.get_by_role("button", name="Accept them").click()
+    expect(page.get_by_text("the plots mark the first 200")).to_be_visible(timeout=TIMEOUT_MS)
+    assert table_rows(page) == 20  # one page of the table
+    page.get_by_role("button", name="Undo").click()
+    expect(page.locator(ROWS)).to_have_count(5, timeout=TIMEOUT_MS)
 
 
 def test_download_labels(page: Page, server, tmp_path):
@@ -97,3 +183,57 @@ def _fail_on_page_errors(page: Page):
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def test_port_zero_on_every_interface_serves_a_working_page(page: Page, tmp_path):
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "dpstudio.app.cli", "serve", "--no-show", "--backend", "cpu", "--port", "0", "--address", "0.0.0.0"]
+    process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while "serving http://" not in log.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        lines = log.read_text().splitlines()
+        assert lines[0].startswith("dpstudio: loading blobs"), lines  # said before the slow start
+        port = int(re.search(r"serving http://localhost:(\d+)/", log.read_text()).group(1))
+        assert port != 0
+        open_app(page, f"http://{socket.gethostname()}:{port}")  # by the machine's name: the websocket is allowed
+        assert table_rows(page) == 5
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_closed_sessions_free_their_pages(browser):
+    sessions = 10
+    running = Server("--backend", "cpu")
+    try:
+        for _ in range(sessions):
+            context = browser.new_context()
+            open_app(context.new_page(), running.url)
+            context.close()
+        # Bokeh ends a session some 15-30 s after its browser left; then the server logs how many pages are alive
+        deadline, ended = time.monotonic() + 120, []
+        while time.monotonic() < deadline and not (len(ended) >= sessions and ended[-1] == "0"):
+            time.sleep(1)
+            ended = re.findall(r"session ended; (\d+) page\(s\) alive", running.log.read_text())
+        assert len(ended) >= sessions and ended[-1] == "0", running.log.read_text()
+    finally:
+        running.close()
+
+
+def test_an_upload_over_the_limit_is_refused_in_the_browser_and_a_large_one_arrives_in_chunks(page: Page, tmp_path, rng):
+    running = Server("--backend", "cpu", "--max-upload-mb", "6")
+    try:
+        open_app(page, running.url)
+        upload = page.locator("input[type=file]")
+        rows = np.round(rng.normal(size=(600_000, 2)), 6)
+        pd.DataFrame(rows, columns=["x", "y"]).to_csv(tmp_path / "big.csv", index=False)  # about 11 MB
+        upload.set_input_files(tmp_path / "big.csv")
+        expect(page.get_by_text("File is too large", exact=True)).to_be_visible(timeout=TIMEOUT_MS)
+        expect(page.locator(".filepond--file-status-sub")).to_contain_text("Maximum file size is 6")
+        pd.DataFrame(rows[:250_000], columns=["x", "y"]).to_csv(tmp_path / "large.csv", index=False)  # about 4.6 MB: 2 chunks
+        upload.set_input_files(tmp_path / "large.csv")
+        expect(data_set_info(page)).to_contain_text("large.csv: 250,000 points", timeout=TIMEOUT_MS)
+    finally:
+        running.close()
