@@ -158,6 +158,22 @@ def _merge(comp, ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges):
     return n_edges
 
 
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _in_tree_order(ids, sq, tree_ids):
+    """Neighbour lists by original index, turned into lists of tree positions in tree order (-1 stays -1)."""
+    n, k = ids.shape
+    position_of = np.empty(n, np.int64)
+    for t in nb.prange(n):
+        position_of[tree_ids[t]] = t
+    positions, dists = np.empty((n, k), np.int64), np.empty((n, k), np.float32)
+    for t in nb.prange(n):
+        for c in range(k):
+            j = ids[tree_ids[t], c]
+            positions[t, c] = position_of[j] if j >= 0 else -1
+            dists[t, c] = sq[tree_ids[t], c]
+    return positions, dists
+
+
 @nb.njit(nogil=True, cache=True)
 def _node_components(comp, depth):
     """Each node's component, or -1 where the node holds several."""
@@ -180,10 +196,7 @@ def mst(tree: VPTree, core_sq: np.ndarray, neighbours=None, progress=None) -> tu
     edge_u, edge_v = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
     edge_w2 = np.empty(max(n - 1, 0), np.float32)
     if neighbours is not None:
-        position_of = np.empty(n, np.int64)
-        position_of[tree.ids] = np.arange(n)
-        ids, graph_sq = neighbours[0][tree.ids], np.ascontiguousarray(neighbours[1][tree.ids])
-        graph_pos = np.where(ids >= 0, position_of[np.maximum(ids, 0)], -1)
+        graph_pos, graph_sq = _in_tree_order(neighbours[0], neighbours[1], tree.ids)
     elif tree.neighbours is not None:
         graph_pos, graph_sq = tree.neighbours.positions, tree.neighbours.sq_dists
     else:
