@@ -13,24 +13,14 @@ import numpy as np
 import pandas as pd
 
 from . import hierarchy
-from .estimator import ParamsMixin
-from .indexed import IndexedPoints, Progress, SpanningTree, check_min_samples
+from .estimator import IndexedEstimator
+from .indexed import Progress, SpanningTree, check_min_samples
 
 SELECTION_METHODS = ("eom", "leaf")
 
 
-class _OnIndex(ParamsMixin):
-    """What both estimators share: the index (built, or shared when X is an IndexedPoints) and its tree."""
-
-    def _index(self, X, progress: Progress | None) -> None:
-        self.timings_ = {}
-        if isinstance(X, IndexedPoints):
-            self.indexed_ = X
-        else:
-            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress)
-            self.timings_["index"] = self.indexed_.index_seconds
-        self._backend = self.indexed_.backend
-        self.n_features_in_ = self.indexed_.n_dims
+class _OnIndex(IndexedEstimator):
+    """What both estimators share: the spanning tree of their min_samples, and the core distances it holds."""
 
     def _spanning_tree(self, min_samples: int, progress: Progress | None, neighbors: str = "exact") -> SpanningTree:
         self._require_fit(needs="indexed_")
@@ -42,12 +32,6 @@ class _OnIndex(ParamsMixin):
         self._require_fit()
         return np.sqrt(self._backend.to_numpy(self._tree.core_sq).astype(np.float64))
 
-    def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
-        return self.fit(X, progress=progress).labels_
-
-    def _require_fit(self, needs: str = "_tree") -> None:
-        if not hasattr(self, needs):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X) first")
 
 
 class DBSCAN(_OnIndex):

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 
 from . import centers as center_rules
-from .estimator import ParamsMixin
-from .indexed import IndexedPoints, Progress, check_kernel
+from .estimator import IndexedEstimator
+from .indexed import Progress, check_kernel
 
 
-class DensityPeaks(ParamsMixin):
+class DensityPeaks(IndexedEstimator):
     """Density Peaks Clustering with exact rho, delta and parent, on the CPU (Numba) or GPU (CuPy).
 
     Parameters
@@ -44,6 +44,8 @@ class DensityPeaks(ParamsMixin):
     timings_ : seconds per phase of the last computation.
     """
 
+    _FITTED = "_fields"
+
     def __init__(self, dc: float | None = None, dc_percent: float = 2.0, kernel: str = "cutoff", backend: str = "auto"):
         self.dc = dc
         self.dc_percent = dc_percent
@@ -58,19 +60,9 @@ class DensityPeaks(ParamsMixin):
         backend is used).
         """
         check_kernel(self.kernel)
-        self.timings_ = {}
-        if isinstance(X, IndexedPoints):
-            self.indexed_ = X
-        else:
-            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress)
-            self.timings_["index"] = self.indexed_.index_seconds
-        self._backend = self.indexed_.backend
-        self.n_features_in_ = self.indexed_.n_dims
+        self._index(X, progress)
         self.set_dc(self.dc, dc_percent=self.dc_percent, kernel=self.kernel, progress=progress)
         return self
-
-    def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
-        return self.fit(X, progress=progress).labels_
 
     def set_dc(
         self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
@@ -224,8 +216,4 @@ class DensityPeaks(ParamsMixin):
     def _numpy(self, name: str) -> np.ndarray:
         self._require_fit()
         return self._backend.to_numpy(getattr(self._fields, name))
-
-    def _require_fit(self, needs: str = "_fields") -> None:
-        if not hasattr(self, needs):
-            raise RuntimeError("this DensityPeaks is not fitted yet: call fit(X) first")
 

@@ -1,9 +1,13 @@
-"""The scikit-learn parameter protocol shared by every estimator: the constructor's arguments are the parameters."""
+"""What every estimator shares: the scikit-learn parameter protocol, and fitting on a built or shared index."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
+
+import numpy as np
+
+from .indexed import IndexedPoints, Progress
 
 
 class ParamsMixin:
@@ -29,3 +33,27 @@ class ParamsMixin:
         defaults = self._parameters()
         changed = {k: v for k, v in self.get_params().items() if v != defaults[k].default}
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+
+class IndexedEstimator(ParamsMixin):
+    """An estimator over an ``IndexedPoints``: ``fit`` builds one from X, or shares X when it already is one (its
+    backend is then used); ``_FITTED`` names the attribute that a finished fit leaves."""
+
+    _FITTED = "_tree"
+
+    def _index(self, X, progress: Progress | None) -> None:
+        self.timings_ = {}
+        if isinstance(X, IndexedPoints):
+            self.indexed_ = X
+        else:
+            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress)
+            self.timings_["index"] = self.indexed_.index_seconds
+        self._backend = self.indexed_.backend
+        self.n_features_in_ = self.indexed_.n_dims
+
+    def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
+        return self.fit(X, progress=progress).labels_
+
+    def _require_fit(self, needs: str | None = None) -> None:
+        if not hasattr(self, needs or self._FITTED):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X) first")

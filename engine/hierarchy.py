@@ -20,7 +20,8 @@ import numpy as np
 
 
 @nb.njit(inline="always", cache=True)
-def _find(root, x):
+def find_root(root, x):
+    """Union-find's root of x, halving the path on the way."""
     while root[x] != x:
         root[x] = root[root[x]]
         x = root[x]
@@ -49,7 +50,7 @@ def _kruskal(u, v, w2, n):
     root = np.arange(n)
     taken = np.zeros(u.shape[0], np.bool_)
     for e in range(u.shape[0]):
-        a, b = _find(root, u[e]), _find(root, v[e])
+        a, b = find_root(root, u[e]), find_root(root, v[e])
         if a != b:
             root[max(a, b)] = min(a, b)
             taken[e] = True
@@ -74,7 +75,7 @@ def _chain(u, v, w2, n):
     successor = np.full(n, -1, np.int64)
     gap_after = np.full(n, np.inf, np.float32)
     for e in range(u.shape[0]):  # Kruskal: each merge appends one run behind the other
-        a, b = _find(root, u[e]), _find(root, v[e])
+        a, b = find_root(root, u[e]), find_root(root, v[e])
         successor[tail[a]], gap_after[tail[a]] = head[b], w2[e]
         first, last = head[a], tail[b]
         if size[a] < size[b]:  # union by size keeps the finds short
@@ -150,7 +151,7 @@ def _linkage(u, v, parent, n):
     for e in range(n - 1):
         # scikit-learn's Prim's from point 0 puts the end nearer point 0 on the left
         near, far = (u[e], v[e]) if parent[v[e]] == u[e] else (v[e], u[e])
-        a, b = _find(root, near), _find(root, far)
+        a, b = find_root(root, near), find_root(root, far)
         left[e], right[e] = node_of[a], node_of[b]
         merged[e] = size[a] + size[b]
         root[b] = a

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..hierarchy import find_root
 from ..vptree import LEAF_SIZE, VPTree, bound_slack
 from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, segment_start
 
@@ -118,14 +119,6 @@ def _search_all(coords, ids, comp, core, beyond_list, center, radius, min_id, no
                         bound, best_w2, best_t, nodes, levels, lowers, sq)  # fmt: skip
 
 
-@nb.njit(inline="always", cache=True)
-def _find(root, x):
-    while root[x] != x:
-        root[x] = root[root[x]]
-        x = root[x]
-    return x
-
-
 @nb.njit(nogil=True, cache=True)
 def _merge(comp, ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges):
     """Join every component along its least edge; returns the new edge count and relabels ``comp``."""
@@ -146,7 +139,7 @@ def _merge(comp, ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges):
         p = pick[c]
         if p < 0:
             continue
-        a, b = _find(root, p), _find(root, best_t[p])
+        a, b = find_root(root, p), find_root(root, best_t[p])
         if a == b:
             continue  # the same edge, picked by the component at its other end
         root[max(a, b)] = min(a, b)
@@ -154,7 +147,7 @@ def _merge(comp, ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges):
         edge_w2[n_edges] = best_w2[p]
         n_edges += 1
     for p in range(n):
-        comp[p] = _find(root, p)
+        comp[p] = find_root(root, p)
     return n_edges
 
 
