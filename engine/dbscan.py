@@ -101,6 +101,13 @@ class DBSCAN(_OnIndex):
         self.min_samples_ = min_samples
         return self.set_eps(self.eps_)
 
+    def eps_curve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(eps, clusters, noise): the number of clusters and of noise points at every eps where one changes (each
+        holding up to the next eps), exactly, from the cached tree; the k-distance and sensitivity views plot it."""
+        self._require_fit()
+        tree, to_numpy = self._tree, self._backend.to_numpy
+        return hierarchy.eps_curve(to_numpy(tree.core_sq), tree.w2, to_numpy(tree.neighbour_ids), to_numpy(tree.neighbour_sq))
+
     @property
     def labels_(self) -> np.ndarray:
         self._require_fit()

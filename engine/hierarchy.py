@@ -99,6 +99,25 @@ def _chain(u, v, w2, n):
     return chain, gap
 
 
+def eps_curve(core_sq, w2, knn_ids, knn_sq) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DBSCAN's number of clusters and of noise points at every eps, exactly: (eps, clusters, noise) at each eps
+    where a count changes, the counts holding from that eps up to the next.
+
+    Edges of the MST with w2 <= eps2 join core points only, into a forest, so clusters = cores - such edges. A
+    non-core point i is noise until eps reaches its core distance or its nearest core neighbour j (at
+    max(d_ij, cd_j)); while it is not core, every such j is in its list."""
+    core_sq, w2 = np.asarray(core_sq, np.float32), np.asarray(w2, np.float32)
+    knn_ids, knn_sq = np.asarray(knn_ids), np.asarray(knn_sq, np.float32)
+    reach = np.where(knn_ids >= 0, np.maximum(knn_sq, core_sq[np.maximum(knn_ids, 0)]), np.float32(np.inf))
+    leaves_noise = np.minimum(core_sq, reach.min(axis=1, initial=np.inf))
+    cores, edges, noise = np.sort(core_sq), np.sort(w2), np.sort(leaves_noise)
+    steps = np.unique(np.concatenate([cores, edges, noise]))
+    steps = steps[np.isfinite(steps)]
+    clusters = np.searchsorted(cores, steps, "right") - np.searchsorted(edges, steps, "right")
+    noise_left = noise.size - np.searchsorted(noise, steps, "right")
+    return np.sqrt(steps.astype(np.float64)), clusters, noise_left
+
+
 def single_linkage_chain(u, v, w2, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(chain, gap): a permutation of the n points and the w2 of the merge that joined chain[t] and chain[t+1].
 

@@ -68,6 +68,25 @@ def test_dbscan_equals_the_oracle_at_every_eps(case, min_samples, rng):
         np.testing.assert_array_equal(DBSCAN(eps=eps, min_samples=min_samples, backend="cpu").fit(points).labels_, want)
 
 
+@pytest.mark.parametrize("case", ["blobs", "with_duplicates", "integer_grid", "all_identical", "collinear_ties", "two_points"])
+@pytest.mark.parametrize("min_samples", [1, 4])
+def test_eps_curve_counts_clusters_and_noise_at_every_eps(case, min_samples, rng):
+    points = CASES[case](rng).astype(np.float32)
+    sq = oracle.rule_sq_dists(points)
+    eps, clusters, noise = DBSCAN(min_samples=min_samples, backend="cpu").fit(points).eps_curve()
+    assert np.all(np.diff(eps) > 0)
+    # every step's own eps, a point between two steps, and one below the first (no step at all: fewer points
+    # than min_samples, nothing is ever core)
+    probes = list(eps) + [float(np.mean(eps[i : i + 2])) for i in range(0, eps.size - 1, 7)] + [eps[0] / 2 if eps.size else 1.0]
+    for value in probes:
+        if value <= 0:
+            continue
+        labels, _ = oracle.dbscan(sq, value, min_samples)
+        at = np.searchsorted(eps, value, "right") - 1  # the step in force at this eps
+        want_clusters, want_noise = (clusters[at], noise[at]) if at >= 0 else (0 if min_samples > 1 else points.shape[0], points.shape[0] if min_samples > 1 else 0)
+        assert (labels.max() + 1, (labels < 0).sum()) == (want_clusters, want_noise), f"eps={value}"
+
+
 def test_chain_runs_are_the_components_below_every_height(rng):
     points = blobs(rng, 400).astype(np.float32)
     sq = oracle.rule_sq_dists(points)
