@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--eps", type=float, help="DBSCAN radius (default: the knee of the sorted core distances)")
     cluster.add_argument("--min-samples", type=int, help="DBSCAN/HDBSCAN core size, the point counted (default 5; HDBSCAN: min cluster size)")
     cluster.add_argument("--neighbors", choices=NEIGHBOR_MODES, default="exact",
-                         help="DBSCAN: exact, or approximate (NN-descent lists, for high dimensions; CPU)")  # fmt: skip
+                         help="DBSCAN: exact, or approximate (KG-DBSCAN's listed edges, for high dimensions)")  # fmt: skip
     cluster.add_argument("--min-cluster-size", type=int, default=5, help="HDBSCAN smallest cluster (default 5)")
     cluster.add_argument("--selection", choices=SELECTION_METHODS, default="eom", help="HDBSCAN cluster selection (default eom)")
     dc = cluster.add_mutually_exclusive_group()

@@ -33,7 +33,6 @@ class _OnIndex(IndexedEstimator):
         return np.sqrt(self._backend.to_numpy(self._tree.core_sq).astype(np.float64))
 
 
-
 class DBSCAN(_OnIndex):
     """DBSCAN whose labels equal ``sklearn.cluster.DBSCAN(eps, min_samples).labels_``, with eps free to change.
 
@@ -120,8 +119,8 @@ class DBSCAN(_OnIndex):
 
     def to_frame(self, rows=None) -> pd.DataFrame:
         """Per-point results: index (``rows``, default 0..N-1), label, core."""
-        core = np.zeros(self.indexed_.n_points, bool)
-        core[self.core_sample_indices_] = True
+        self._require_fit()
+        core = self._backend.to_numpy(self._core)
         index = np.arange(core.size) if rows is None else np.asarray(rows)
         return pd.DataFrame({"index": index, "label": self.labels_, "core": core})
 

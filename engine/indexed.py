@@ -50,7 +50,7 @@ class SpanningTree:
 
     min_samples: int
     core_sq: Any  # (N,) float32 squared core distance, the point itself counted (+inf: fewer points than that)
-    neighbour_ids: Any  # (N, max(min_samples - 1, 1)) int64, nearest first: every eps-neighbour of a non-core point
+    neighbour_ids: Any  # (N, k) int64, nearest first, k >= min_samples - 1: every eps-neighbour of a non-core point
     neighbour_sq: Any  # (N, same) float32
     u: np.ndarray  # (N - 1,) int64, u < v, sorted by (w2, u, v)
     v: np.ndarray
@@ -187,7 +187,7 @@ class IndexedPoints:
     def _exact_tree(self, min_samples: int, progress: Progress | None, timings: dict | None) -> SpanningTree:
         backend, xp = self.backend, self.backend.xp
         ids, sq = self.neighbours(max(min_samples - 1, 1), progress, timings)
-        core_sq = xp.zeros(self.n_points, xp.float32) if min_samples == 1 else xp.ascontiguousarray(sq[:, min_samples - 2])
+        core_sq = _core_sq(sq, min_samples, xp)
         started = time.perf_counter()
         edges = backend.mst(self.index, core_sq, neighbours=self._neighbours, progress=_phase(progress, "mst"))
         u, v, w2 = (backend.to_numpy(a) for a in edges)
@@ -206,7 +206,7 @@ class IndexedPoints:
         else:  # the tensor-core kNN lists are exact and fast enough in high d that NN-descent is not needed (README)
             ids, sq = (backend.to_numpy(a) for a in backend.knn(self.index, k, progress=None))
         _record(timings, "neighbours", time.perf_counter() - started)
-        core_sq = np.zeros(self.n_points, np.float32) if min_samples == 1 else np.ascontiguousarray(sq[:, min_samples - 2])
+        core_sq = _core_sq(sq, min_samples, np)
         started = time.perf_counter()
         u, v, w2 = graph_spanning_forest(ids, sq, core_sq)
         chain, gap = single_linkage_chain(u, v, w2, self.n_points)
@@ -214,6 +214,14 @@ class IndexedPoints:
         on_device = (backend.asarray(a) for a in (core_sq, ids, sq, chain, gap, sq[:, -1].copy()))
         core_sq, ids, sq, chain, gap, reach = on_device
         return SpanningTree(min_samples, core_sq, ids, sq, u, v, w2, chain, gap, listed_reach_sq=reach)
+
+
+def _core_sq(sq, min_samples: int, xp):
+    """Squared core distances from nearest-first lists: the (min_samples - 1)-th other point, the point itself
+    being the first of its min_samples (0 for min_samples = 1)."""
+    if min_samples == 1:
+        return xp.zeros(sq.shape[0], xp.float32)
+    return xp.ascontiguousarray(sq[:, min_samples - 2])
 
 
 def check_min_samples(min_samples) -> None:
