@@ -198,6 +198,23 @@ def to_points(
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
+def new_points(data, n_dims: int) -> np.ndarray:
+    """Points to add to an index over ``n_dims`` features: a real, finite (m, n_dims) array, m >= 1 (one point may
+    be a 1-D array of n_dims values), as float32."""
+    array = np.asarray(data)
+    if array.ndim == 1 and array.shape[0] == n_dims:
+        array = array[None, :]
+    if array.ndim != 2 or array.shape[1] != n_dims:
+        raise DataError(f"expected points of {n_dims} features, shape (m, {n_dims}); got shape {array.shape}")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool) or np.iscomplexobj(array):
+        raise DataError(f"expected real numbers, got dtype {array.dtype}")
+    if not np.isfinite(array).all():
+        raise DataError("new points contain NaN or infinite values")
+    if array.size and np.abs(array).max() > np.finfo(np.float32).max:
+        raise DataError("values exceed the float32 range")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
 def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataFrame:
     """A per-point result table (``index`` = input row) with the rows left out for NaN/inf put back in place,
     empty but for their index and a ``reason``, so the table has one row per input row."""

@@ -40,6 +40,7 @@ class DensityPeaks(IndexedEstimator):
         (smallest index on a distance tie); the densest point has parent -1 and delta = its largest distance.
         gamma_ = rho * delta with the densest point's delta capped at the others' largest.
     labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones).
+    changes_ : after ``partial_fit`` or ``delete``, what happened to the clusters (see ``cluster_changes``).
     index_ : the VP-tree, reused by ``set_dc`` and ``assign``; ``indexed_`` holds it with the cached fields.
     timings_ : seconds per phase of the last computation.
     """
@@ -89,6 +90,35 @@ class DensityPeaks(IndexedEstimator):
         self._require_fit(needs="indexed_")
         return self.indexed_.index
 
+    # incremental updates ------------------------------------------------------------------------------------
+    def partial_fit(self, X, y=None) -> DensityPeaks:
+        """Insert the points X (m, d) and update rho, delta, parent and labels: the result equals a fresh fit on all
+        the points (in the same order) with the same dc, kernel and centers. The new points take the next indices.
+        The centers are kept (the densest point stays a center); dc stays as it is (``set_dc`` applies a rule
+        again). Before any fit this is ``fit(X)``. The index is shared: every estimator on it sees the new points
+        after its next ``set_dc``."""
+        if not hasattr(self, "_fields"):
+            return self.fit(X)
+        before = self.labels_, self.centers_
+        self.indexed_.insert(X, timings=self.timings_)
+        self._updated(before, None)
+        return self
+
+    def delete(self, indices) -> np.ndarray:
+        """Remove the points at ``indices`` and update as ``partial_fit`` does; every later index moves down, and
+        the returned array gives each old index its new one (-1: deleted). A deleted center drops out."""
+        self._require_fit()
+        before = self.labels_, self.centers_
+        mapping = self.indexed_.delete(indices, timings=self.timings_)
+        self._updated(before, mapping)
+        return mapping
+
+    def _updated(self, before, mapping) -> None:
+        self._fields = self.indexed_.fields(self.kernel_, self.dc_, timings=self.timings_)
+        kept = self._chosen if mapping is None else mapping[self._chosen]
+        self.assign(centers=kept[kept >= 0])
+        self.changes_ = cluster_changes(*before, self.labels_, self.centers_, mapping)
+
     # centers and labels -------------------------------------------------------------------------------------
     def suggest_centers(self) -> np.ndarray:
         """Indices of the suggested centers: the top gammas up to the largest relative drop (see centers.suggest_count)."""
@@ -113,6 +143,7 @@ class DensityPeaks(IndexedEstimator):
         center, since every parent chain ends there: if it is not chosen it is appended as the last label.
         """
         chosen = self.choose_centers(centers, rho_min=rho_min, delta_min=delta_min, polygon=polygon, n_centers=n_centers)
+        self._chosen = chosen
         started = time.perf_counter()
         backend, fields = self._backend, self._fields
         densest = int(fields.order[0])
@@ -205,15 +236,47 @@ class DensityPeaks(IndexedEstimator):
         return self._backend.to_numpy(self._halo)
 
     def to_frame(self, rows=None) -> pd.DataFrame:
-        """Per-point results: index (``rows``, default 0..N-1), label, halo, rho, delta, parent (as an index)."""
-        index = np.arange(self.n_points_) if rows is None else np.asarray(rows)
+        """Per-point results: index (``rows``, default ``rows_``: each point's input row, which after ``partial_fit``
+        counts on past the first fit's rows and after ``delete`` has gaps), label, halo, rho, delta, parent (as an
+        index of the same kind)."""
+        index = self.rows_ if rows is None else np.asarray(rows)
         parent = self.parent_
         return pd.DataFrame({
             "index": index, "label": self.labels_, "halo": self.halo_, "rho": self.rho_, "delta": self.delta_,
             "parent": np.where(parent >= 0, index[parent], -1),
         })  # fmt: skip
 
+    @property
+    def rows_(self) -> np.ndarray:
+        """The stable row number of every point: its place in the order the points arrived (``IndexedPoints.rows``)."""
+        self._require_fit()
+        return self.indexed_.rows
+
     def _numpy(self, name: str) -> np.ndarray:
         self._require_fit()
         return self._backend.to_numpy(getattr(self._fields, name))
 
+
+
+def cluster_changes(old_labels, old_centers, labels, centers, mapping=None) -> dict:
+    """What an update did to the clusters. A cluster is its center point: it continues while that point is a
+    center. ``mapping``: each old point's new index (-1: deleted; None: nothing deleted, points only added).
+
+    Returns {"clusters": number now, "appeared": new labels whose center is new, "vanished": old labels whose
+    center went, "merged": {vanished old label: new label holding most of its points}, "split": {old label: new
+    labels that appeared and took some of its points}, "moved": points of the old clusters now in another}.
+    """
+    mapping = np.arange(old_labels.shape[0]) if mapping is None else mapping
+    survived = mapping >= 0
+    label_of_center = {int(c): k for k, c in enumerate(centers)}
+    continues = np.array([label_of_center.get(int(mapping[c]), -1) if mapping[c] >= 0 else -1 for c in old_centers], np.int64)
+    appeared = sorted(set(range(len(centers))) - set(continues[continues >= 0].tolist()))
+    old, new = old_labels[survived], labels[mapping[survived]]
+    flows = pd.crosstab(old, new)
+    merged = {int(a): int(flows.loc[a].idxmax()) for a in np.flatnonzero(continues < 0) if a in flows.index}
+    split = {int(a): sorted(int(b) for b in flows.columns[flows.loc[a] > 0] if b in appeared)
+             for a in np.flatnonzero(continues >= 0) if a in flows.index}  # fmt: skip
+    return {
+        "clusters": len(centers), "appeared": appeared, "vanished": np.flatnonzero(continues < 0).tolist(),
+        "merged": merged, "split": {a: b for a, b in split.items() if b}, "moved": int((continues[old] != new).sum()),
+    }  # fmt: skip

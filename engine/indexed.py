@@ -6,6 +6,12 @@ is free for the others. Cached, each computed once: the decision-graph fields of
 (``DensityPeaks``), the k nearest neighbours of every point for the largest k asked so far, and the
 mutual-reachability spanning tree of recent min_samples values (``DBSCAN``, ``HDBSCAN``). Centers, eps and the
 cluster selection live in the estimators.
+
+Points can be inserted and deleted (``insert``, ``delete``): the tree and every cached decision-graph field are
+updated in place of a rebuild, with the same result as a fresh computation on the same points in the same order
+(``dpstudio.engine.incremental``). Point identity: inserted points take the next indices; a deletion closes the
+gap (every later index moves down), and ``rows`` keeps each point's stable row number (its place in the order the
+points arrived: 0..N-1 for the first ones, then counting on).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from . import centers as center_rules
+from . import incremental
 from .backends import get_backend
-from .data import to_points
+from .data import DataError, new_points, to_points
 from .dc import check_number, dc_from_percent
 from .hierarchy import graph_spanning_forest, single_linkage_chain
 
@@ -82,6 +89,8 @@ class IndexedPoints:
         self.index = self.backend.build_vptree(self.points, progress=_phase(progress, "index"))
         self.backend.synchronize()
         self.index_seconds = time.perf_counter() - started
+        self.rows = np.arange(values.shape[0])
+        self._next_row = values.shape[0]
         self._fields: OrderedDict[tuple[str, float], Fields] = OrderedDict()
         self._dc_by_percent: dict[float, float] = {}
         self._neighbours: tuple[Any, Any] | None = None
@@ -96,6 +105,63 @@ class IndexedPoints:
     @property
     def n_dims(self) -> int:
         return self.index.n_dims
+
+    def insert(self, X, timings: dict | None = None) -> np.ndarray:
+        """Add the points X (m, d); returns their indices (the next ones). The tree and every cached (kernel, dc)
+        field are updated; the nearest-neighbour lists, spanning trees and percent-rule dc values, which every
+        point may change, are dropped and recomputed when next asked for. ``timings["update"]``: the seconds."""
+        values = new_points(X, self.n_dims)
+        backend, xp = self.backend, self.backend.xp
+        with self._lock:
+            started = time.perf_counter()
+            n_old = self.n_points
+            points = xp.concatenate((self.points, backend.asarray(values)))
+            tree = backend.tree_insert(self.index, points, n_old)
+            position = backend.positions_of(tree)
+            for key, fields in self._fields.items():
+                self._fields[key] = incremental.inserted(backend, tree, fields, n_old, position)
+            self.points, self.index = points, tree
+            self.rows = np.concatenate((self.rows, np.arange(self._next_row, self._next_row + values.shape[0])))
+            self._next_row += values.shape[0]
+            self._forget_neighbourhoods()
+            backend.synchronize()
+            _record(timings, "update", time.perf_counter() - started)
+            return np.arange(n_old, self.n_points)
+
+    def delete(self, indices, timings: dict | None = None) -> np.ndarray:
+        """Remove the points at ``indices``; returns every old index's new index (-1: deleted). At least 2 points
+        must stay. Updated and dropped as in ``insert``."""
+        dead = np.unique(np.asarray(indices, dtype=np.int64).reshape(-1))
+        if dead.size and (dead[0] < 0 or dead[-1] >= self.n_points):
+            raise DataError(f"point index {dead[0] if dead[0] < 0 else dead[-1]} is out of range for {self.n_points} points")
+        if self.n_points - dead.size < 2:
+            raise DataError(f"deleting {dead.size} of {self.n_points} points would leave fewer than 2")
+        alive = np.ones(self.n_points, np.int64)
+        alive[dead] = 0
+        mapping = np.where(alive > 0, np.cumsum(alive) - 1, -1)
+        if not dead.size:
+            return mapping
+        backend, xp = self.backend, self.backend.xp
+        with self._lock:
+            started = time.perf_counter()
+            on_device = xp.asarray(mapping)
+            points = xp.ascontiguousarray(self.points[on_device >= 0])
+            old_tree, old_position = self.index, backend.positions_of(self.index)
+            tree = backend.tree_delete(old_tree, points, on_device)
+            position = backend.positions_of(tree)
+            for key, fields in self._fields.items():
+                self._fields[key] = incremental.deleted(backend, old_tree, tree, fields, on_device, old_position, position)
+            self.points, self.index = points, tree
+            self.rows = self.rows[mapping >= 0]
+            self._forget_neighbourhoods()
+            backend.synchronize()
+            _record(timings, "update", time.perf_counter() - started)
+            return mapping
+
+    def _forget_neighbourhoods(self) -> None:
+        self._dc_by_percent.clear()
+        self._neighbours = None
+        self._trees.clear()
 
     def dc_for_percent(self, percent: float, timings: dict | None = None) -> float:
         """dc from the percent rule (``dpstudio.engine.dc``, which checks the percent), remembered per percent."""

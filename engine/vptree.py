@@ -50,6 +50,11 @@ def gaussian_reach(dc: float) -> float:
     return 3.0 * dc
 
 
+def rho_reach(dc: float, kernel: str) -> float:
+    """How far rho looks: dc for the cut-off kernel, ``gaussian_reach`` for the Gaussian one."""
+    return gaussian_reach(dc) if kernel == "gaussian" else dc
+
+
 def reach_rule(reach: float, n_dims: int) -> tuple[np.float32, float, float]:
     """The distance rule for ``d < reach``: (float32 squared reach that leaf scans compare with, and the reach
     shrunk and grown by the slack, below / at or above which a whole node's bounds decide it)."""
@@ -81,6 +86,7 @@ class VPTree:
     cover_radius: Any  # (2**(depth+1) - 1,) float32, bounding-ball radius of each node
     min_id: Any  # (2**(depth+1) - 1,) int64, smallest original index in each node
     depth: int
+    leaf_start: Any  # (2**depth + 1,) int64, first tree position of each leaf, then N
     neighbours: NeighbourGraph | None = None
 
     @property

@@ -10,6 +10,11 @@ from .density import delta, density_order, rho
 from .index import build_vptree
 from .mst import mst
 from .search import knn
+from .update import (
+    count_near, mark_newly_outranked, merge_order, nearest_denser_of, nearest_newly_denser, positions_of, rho_at, sq_to,
+)  # fmt: skip
+from .update import delete as tree_delete
+from .update import insert as tree_insert
 
 name = "cpu"
 xp = np
@@ -38,6 +43,8 @@ def free_memory() -> None:
 
 
 __all__ = [
-    "asarray", "build_vptree", "dbscan_labels", "delta", "density_order", "device_name", "free_memory", "halo",
-    "knn", "labels", "mst", "name", "points_in_polygon", "rho", "synchronize", "to_numpy", "xp",
+    "asarray", "build_vptree", "count_near", "dbscan_labels", "delta", "density_order", "device_name", "free_memory",
+    "halo", "knn", "labels", "mark_newly_outranked", "merge_order", "mst", "name", "nearest_denser_of", "nearest_newly_denser",
+    "points_in_polygon",
+    "positions_of", "rho", "rho_at", "sq_to", "synchronize", "to_numpy", "tree_delete", "tree_insert", "xp",
 ]  # fmt: skip

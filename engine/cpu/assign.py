@@ -6,7 +6,7 @@ import numba as nb
 import numpy as np
 
 from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule
-from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, segment_start
+from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min
 
 
 @nb.njit(cache=True)
@@ -26,9 +26,8 @@ def labels(parent: np.ndarray, density_order: np.ndarray, centers: np.ndarray) -
 
 
 @nb.njit(cache=True)
-def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq):
+def _densest_other_label(q, p, coords, leaf_start, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq):
     """Largest rho among points within dc of position p that carry another label (-inf if none)."""
-    n = coords.shape[1]
     own = labels[p]
     best = -np.inf
     nodes[0], levels[0], top = 0, 0, 1
@@ -45,7 +44,7 @@ def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, 
             continue
         j = k - ((1 << level) - 1)
         if level == depth:
-            start, end = segment_start(n, level, j), segment_start(n, level, j + 1)
+            start, end = leaf_start[j], leaf_start[j + 1]
             leaf_sq_dists(coords, q, start, end, sq)
             for t in range(start, end):
                 if labels[t] != own and rho[t] > best and sq[t - start] < dc2:
@@ -58,7 +57,7 @@ def _densest_other_label(q, p, coords, labels, rho, center, radius, node_label, 
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _border_rho(coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
+def _border_rho(coords, leaf_start, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, out):
     n = coords.shape[1]
     for b in nb.prange((n + BLOCK - 1) // BLOCK):
         nodes = np.empty(STACK, np.int64)
@@ -67,7 +66,7 @@ def _border_rho(coords, labels, rho, center, radius, node_label, node_max_rho, d
         for p in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             q = coords[:, p].copy()
             other = _densest_other_label(
-                q, p, coords, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq
+                q, p, coords, leaf_start, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq
             )
             out[p] = (rho[p] + other) / 2.0
 
@@ -76,13 +75,13 @@ def halo(tree: VPTree, rho: np.ndarray, labels: np.ndarray, dc: float) -> np.nda
     """Rodriguez & Laio's halo: rho below the border density of the point's cluster."""
     labels_tree = np.ascontiguousarray(labels[tree.ids])
     rho_tree = np.ascontiguousarray(rho[tree.ids])
-    node_max_rho = -node_min(-rho_tree, tree.depth)
-    smallest, largest = node_min(labels_tree, tree.depth), -node_min(-labels_tree, tree.depth)
+    node_max_rho = -node_min(-rho_tree, tree.leaf_start, tree.depth)
+    smallest, largest = node_min(labels_tree, tree.leaf_start, tree.depth), -node_min(-labels_tree, tree.leaf_start, tree.depth)
     node_label = np.where(smallest == largest, smallest, -1)  # -1: the node mixes labels
     dc2, dc_lo, dc_hi = reach_rule(dc, tree.n_dims)
     pair_rho = np.empty(tree.n_points, np.float64)
     _border_rho(
-        tree.coords, labels_tree, rho_tree, tree.center, tree.cover_radius, node_label, node_max_rho,
+        tree.coords, tree.leaf_start, labels_tree, rho_tree, tree.center, tree.cover_radius, node_label, node_max_rho,
         tree.depth, dc2, dc_lo, dc_hi, bound_slack(tree.n_dims), pair_rho,
     )  # fmt: skip
     n_clusters = int(labels.max()) + 1

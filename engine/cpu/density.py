@@ -12,17 +12,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import LEAF_SIZE, VPTree, bound_slack, gaussian_reach, reach_rule
+from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach
 from . import strips
-from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, segment_start, sq_dist
+from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, run_start, sq_dist
 from .search import nearest_denser
 
 
 @nb.njit(cache=True)
-def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates):
+def _leaf_interactions(leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates):
     """One traversal for all queries of a leaf, bounded by the leaf's ball: (points certainly within reach of
     every query, number of leaves left to test query by query, which are written to ``candidates``)."""
-    n = coords.shape[1]
     own = (1 << depth) - 1 + leaf
     pad = np.float64(radius[own]) * (1 + slack)  # any query of the leaf is within this of the leaf's centre
     certain, n_candidates = 0, 0
@@ -35,7 +34,7 @@ def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, 
             continue
         j = k - ((1 << level) - 1)
         if not gaussian and upper + pad < reach_lo:
-            certain += segment_start(n, level, j + 1) - segment_start(n, level, j)
+            certain += run_start(leaf_start, depth, level, j + 1) - run_start(leaf_start, depth, level, j)
         elif level == depth:
             candidates[n_candidates] = j
             n_candidates += 1
@@ -47,9 +46,8 @@ def _leaf_interactions(leaf, coords, center, radius, depth, reach_lo, reach_hi, 
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first_leaf, last_leaf, rho):
+def _rho_leaves(coords, leaf_start, center, radius, depth, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, first_leaf, last_leaf, rho):
     """rho of every query in leaves [first_leaf, last_leaf): cut-off counts (self excluded) or Gaussian sums."""
-    n = coords.shape[1]
     leaf_offset = (1 << depth) - 1
     for leaf in nb.prange(first_leaf, last_leaf):
         nodes = np.empty(STACK, np.int64)
@@ -57,9 +55,9 @@ def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_d
         candidates = np.empty(1 << depth, np.int64)
         sq = np.empty(LEAF_SIZE, np.float32)
         certain, n_candidates = _leaf_interactions(
-            leaf, coords, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates
+            leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates
         )
-        for p in range(segment_start(n, depth, leaf), segment_start(n, depth, leaf + 1)):
+        for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
             q = coords[:, p].copy()
             total = np.float64(certain)
             for c in range(n_candidates):
@@ -67,7 +65,7 @@ def _rho_leaves(coords, center, radius, depth, reach2, reach_lo, reach_hi, inv_d
                 lower, upper = ball_distance(q, center, radius, leaf_offset + j, slack)
                 if lower >= reach_hi:
                     continue
-                start, end = segment_start(n, depth, j), segment_start(n, depth, j + 1)
+                start, end = leaf_start[j], leaf_start[j + 1]
                 if not gaussian and upper < reach_lo:
                     total += end - start
                     continue
@@ -122,9 +120,9 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
 
 
 def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_leaf: int, rho_tree: np.ndarray) -> None:
-    reach2, reach_lo, reach_hi = reach_rule(gaussian_reach(dc) if gaussian else dc, tree.n_dims)
+    reach2, reach_lo, reach_hi = reach_rule(rho_reach(dc, "gaussian" if gaussian else "cutoff"), tree.n_dims)
     _rho_leaves(
-        tree.coords, tree.center, tree.cover_radius, tree.depth, reach2, reach_lo, reach_hi,
+        tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, reach2, reach_lo, reach_hi,
         1.0 / np.float64(dc) ** 2, gaussian, bound_slack(tree.n_dims), first_leaf, last_leaf, rho_tree,
     )  # fmt: skip
 
@@ -184,11 +182,10 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
         searched = ~_denser_from_graph(graph.positions, graph.sq_dists, tree.ids, rank_tree, delta2, parent)
     searched[densest] = False
     positions = np.flatnonzero(searched)
-    min_rank = node_min(rank_tree, tree.depth)
+    min_rank = node_min(rank_tree, tree.leaf_start, tree.depth)
     for first, last in chunks(positions.shape[0], progress):
         chunk = positions[first:last]
-        delta2[chunk], nearest = nearest_denser(tree, rank_tree, min_rank, chunk)
-        parent[chunk] = tree.ids[nearest]
+        delta2[chunk], parent[chunk] = nearest_denser(tree, rank_tree, min_rank, chunk)
     out_delta = np.empty(tree.n_points, np.float64)
     out_parent = np.empty(tree.n_points, np.int64)
     out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))

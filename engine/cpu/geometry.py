@@ -19,8 +19,14 @@ def sq_dist(a, b):
 
 @nb.njit(inline="always", cache=True)
 def segment_start(n, level, j):
-    """First tree position owned by node j of ``level`` (see dpstudio.engine.vptree)."""
+    """First tree position of node j of ``level`` in a freshly built tree of n points (see dpstudio.engine.vptree)."""
     return (np.int64(j) * n) >> level
+
+
+@nb.njit(inline="always", cache=True)
+def run_start(leaf_start, depth, level, j):
+    """First tree position owned by node j of ``level``: the first of its leftmost leaf (j = 2**level: the end)."""
+    return leaf_start[np.int64(j) << (depth - level)]
 
 
 @nb.njit(inline="always", cache=True)
@@ -42,14 +48,9 @@ def leaf_sq_dists(coords, q, start, end, out):
 
 
 @nb.njit(inline="always", cache=True)
-def leaf_of(n, depth, p):
-    """The leaf (0 .. 2**depth - 1) holding tree position p."""
-    j = (np.int64(p) << depth) // n
-    while segment_start(n, depth, j + 1) <= p:
-        j += 1
-    while segment_start(n, depth, j) > p:
-        j -= 1
-    return j
+def leaf_of(leaf_start, p):
+    """The leaf (0 .. 2**depth - 1) holding tree position p (the last of equal starts: empty leaves come first)."""
+    return np.searchsorted(leaf_start, p, side="right") - 1
 
 
 @nb.njit(cache=True)
@@ -62,13 +63,15 @@ def ball_distance(q, center, radius, k, slack):
 
 
 @nb.njit(cache=True)
-def node_min(values, depth):
-    """Minimum of ``values`` (tree order) over every node's run, leaves first, then bottom-up."""
-    n = values.shape[0]
+def node_min(values, leaf_start, depth):
+    """Minimum of ``values`` (tree order) over every node's run, leaves first, then bottom-up; an empty node (after
+    deletions) gets the largest value, which no pruning test passes."""
     out = np.empty((2 << depth) - 1, values.dtype)
     first_leaf = (1 << depth) - 1
+    largest = values.max() if values.shape[0] else 0
     for j in range(1 << depth):
-        out[first_leaf + j] = values[segment_start(n, depth, j) : segment_start(n, depth, j + 1)].min()
+        start, end = leaf_start[j], leaf_start[j + 1]
+        out[first_leaf + j] = values[start:end].min() if end > start else largest
     for k in range(first_leaf - 1, -1, -1):
         out[k] = min(out[2 * k + 1], out[2 * k + 2])
     return out

@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from ..vptree import VPTree, tree_depth
-from .geometry import segment_start, sq_dist
+from .geometry import run_start, segment_start, sq_dist
 from .search import neighbour_graph
 
 
@@ -41,16 +41,19 @@ def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _bounding_balls(coords, ids, depth, center, cover_radius, min_id):
+def _bounding_balls(coords, ids, leaf_start, depth, center, cover_radius, min_id):
     """Bounding ball and smallest original index of every node, one level at a time (all nodes of a level at once)."""
-    d, n = coords.shape
+    d = coords.shape[0]
     for level in range(depth + 1):
         n_nodes = 1 << level
         first_node = n_nodes - 1
         for j in nb.prange(n_nodes):
-            start = segment_start(n, level, j)
-            end = segment_start(n, level, j + 1)
+            start = run_start(leaf_start, depth, level, j)
+            end = run_start(leaf_start, depth, level, j + 1)
             k = first_node + j
+            if end == start:  # an empty node bounds nothing; a point routed to it later grows the ball
+                center[k], cover_radius[k], min_id[k] = 0, 0, np.iinfo(np.int64).max
+                continue
             acc = np.zeros(d, np.float64)
             smallest = ids[start]
             for t in range(start, end):
@@ -76,10 +79,11 @@ def _farthest_from(points, origin):
     return best
 
 
-def build_vptree(points: np.ndarray, progress=None) -> VPTree:
-    """The tree over float32 points (N, d), with its neighbour graph; ``progress(fraction)`` as it goes."""
+def build_vptree(points: np.ndarray, progress=None, depth: int | None = None, graph: bool = True) -> VPTree:
+    """The tree over float32 points (N, d), with its neighbour graph unless ``graph`` is False; ``depth`` levels
+    (default: the fewest with full leaves, ``tree_depth``); ``progress(fraction)`` as it goes."""
     n, d = points.shape
-    depth = tree_depth(n)
+    depth = tree_depth(n) if depth is None else depth
     order = np.arange(n, dtype=np.int64)
     n_internal = (1 << depth) - 1
     split_radius = np.zeros(n_internal, np.float32)
@@ -97,7 +101,10 @@ def build_vptree(points: np.ndarray, progress=None) -> VPTree:
     center = np.empty((n_nodes, d), np.float32)
     cover_radius = np.empty(n_nodes, np.float32)
     min_id = np.empty(n_nodes, np.int64)
-    _bounding_balls(coords, order, depth, center, cover_radius, min_id)
-    tree = VPTree(coords, order, vantage, split_radius, center, cover_radius, min_id, depth)
+    leaf_start = (np.arange((1 << depth) + 1, dtype=np.int64) * n) >> depth
+    _bounding_balls(coords, order, leaf_start, depth, center, cover_radius, min_id)
+    tree = VPTree(coords, order, vantage, split_radius, center, cover_radius, min_id, depth, leaf_start)
+    if not graph:
+        return tree
     graph = neighbour_graph(tree, progress=None if progress is None else lambda fraction: progress(0.5 + fraction / 2))
     return dataclasses.replace(tree, neighbours=graph)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..hierarchy import find_root
 from ..vptree import LEAF_SIZE, VPTree, bound_slack
-from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, segment_start
+from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min
 
 NO_ID = np.iinfo(np.int64).max
 
@@ -64,9 +64,8 @@ def _component_bounds(comp, best_w2, bound):
 
 
 @nb.njit(inline="always", cache=True)
-def _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t, nodes, levels, lowers, sq):
+def _search(p, coords, leaf_start, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t, nodes, levels, lowers, sq):
     """Improve point p's least edge to another component by a walk over the tree."""
-    n = coords.shape[1]
     own, core_p, id_p = comp[p], np.float64(core[p]), ids[p]
     q = coords[:, p].copy()
     bw, bt = best_w2[p], best_t[p]
@@ -80,7 +79,7 @@ def _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_
             continue
         if level == depth:
             j = k - ((1 << depth) - 1)
-            start, end = segment_start(n, depth, j), segment_start(n, depth, j + 1)
+            start, end = leaf_start[j], leaf_start[j + 1]
             leaf_sq_dists(coords, q, start, end, sq)
             for t in range(start, end):
                 if comp[t] == own:
@@ -104,7 +103,7 @@ def _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _search_all(coords, ids, comp, core, beyond_list, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t):
+def _search_all(coords, leaf_start, ids, comp, core, beyond_list, center, radius, min_id, node_comp, node_core, depth, slack, bound, best_w2, best_t):
     """Walk the tree for every point whose neighbour list leaves the answer open: ``beyond_list`` is the least w2
     any point outside the list can have (strictly more decides; an equal w2 may still win on the ids)."""
     n = coords.shape[1]
@@ -115,7 +114,7 @@ def _search_all(coords, ids, comp, core, beyond_list, center, radius, min_id, no
         sq = np.empty(LEAF_SIZE, np.float32)
         for p in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             if beyond_list[p] <= min(best_w2[p], bound[comp[p]]):
-                _search(p, coords, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack,
+                _search(p, coords, leaf_start, ids, comp, core, center, radius, min_id, node_comp, node_core, depth, slack,
                         bound, best_w2, best_t, nodes, levels, lowers, sq)  # fmt: skip
 
 
@@ -168,9 +167,9 @@ def _in_tree_order(ids, sq, tree_ids):
 
 
 @nb.njit(nogil=True, cache=True)
-def _node_components(comp, depth):
+def _node_components(comp, leaf_start, depth):
     """Each node's component, or -1 where the node holds several."""
-    smallest, largest = node_min(comp, depth), node_min(-comp, depth)
+    smallest, largest = node_min(comp, leaf_start, depth), node_min(-comp, leaf_start, depth)
     return np.where(smallest == -largest, smallest, -1)
 
 
@@ -183,7 +182,7 @@ def mst(tree: VPTree, core_sq: np.ndarray, neighbours=None, progress=None) -> tu
     is told the share of edges found."""
     n = tree.n_points
     core = np.ascontiguousarray(core_sq[tree.ids], dtype=np.float32)
-    node_core = node_min(core, tree.depth)
+    node_core = node_min(core, tree.leaf_start, tree.depth)
     comp = np.arange(n, dtype=np.int64)
     root = np.arange(n, dtype=np.int64)
     edge_u, edge_v = np.empty(max(n - 1, 0), np.int64), np.empty(max(n - 1, 0), np.int64)
@@ -204,8 +203,8 @@ def mst(tree: VPTree, core_sq: np.ndarray, neighbours=None, progress=None) -> tu
         bound = np.full(n, np.inf)
         _component_bounds(comp, best_w2, bound)
         _search_all(
-            tree.coords, tree.ids, comp, core, beyond_list, tree.center, tree.cover_radius, tree.min_id,
-            _node_components(comp, tree.depth), node_core, tree.depth, slack, bound, best_w2, best_t,
+            tree.coords, tree.leaf_start, tree.ids, comp, core, beyond_list, tree.center, tree.cover_radius, tree.min_id,
+            _node_components(comp, tree.leaf_start, tree.depth), node_core, tree.depth, slack, bound, best_w2, best_t,
         )  # fmt: skip
         n_edges = _merge(comp, tree.ids, best_w2, best_t, root, edge_u, edge_v, edge_w2, n_edges)
         if progress is not None:

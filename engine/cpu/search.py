@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from ..vptree import LEAF_SIZE, NeighbourGraph, VPTree, bound_slack
-from .geometry import BLOCK, STACK, ball_distance, chunks, leaf_of, leaf_sq_dists, segment_start
+from .geometry import BLOCK, STACK, ball_distance, chunks, leaf_of, leaf_sq_dists
 
 NEIGHBOURS = 8  # K of the graph: on blobs, all but 0.5% (2% rule) to 7% (small dc) find a denser point in it
 NO_ID = np.iinfo(np.int64).max
@@ -33,9 +33,8 @@ def _insert(d2, ident, pos, best_d2, best_id, best_pos):
 
 
 @nb.njit(inline="always", cache=True)
-def _scan_leaf(q, p, r, j, coords, ids, rank, depth, sq, best_d2, best_id, best_pos):
-    n = coords.shape[1]
-    start, end = segment_start(n, depth, j), segment_start(n, depth, j + 1)
+def _scan_leaf(q, p, r, j, coords, leaf_start, ids, rank, sq, best_d2, best_id, best_pos):
+    start, end = leaf_start[j], leaf_start[j + 1]
     leaf_sq_dists(coords, q, start, end, sq)
     worst = best_d2[best_d2.shape[0] - 1]
     for t in range(start, end):
@@ -45,16 +44,12 @@ def _scan_leaf(q, p, r, j, coords, ids, rank, depth, sq, best_d2, best_id, best_
 
 
 @nb.njit(inline="always", cache=True)
-def _nearest(p, r, coords, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers, sq, best_d2, best_id, best_pos):
-    """Fill the sorted (d2, id, position) lists with the points nearest to position p among those ranked below r."""
-    n = coords.shape[1]
+def _nearest(p, r, coords, leaf_start, ids, rank, center, radius, min_rank, min_id, depth, slack, nodes, levels, lowers, sq, best_d2, best_id, best_pos):
+    """Improve the sorted (d2, id, position) lists with the points nearest to position p among those ranked below r."""
     q = coords[:, p].copy()
-    best_d2[:] = np.inf
-    best_id[:] = NO_ID
-    best_pos[:] = -1
     last = best_d2.shape[0] - 1
-    own_leaf = leaf_of(n, depth, p)
-    _scan_leaf(q, p, r, own_leaf, coords, ids, rank, depth, sq, best_d2, best_id, best_pos)  # a good bound first
+    own_leaf = leaf_of(leaf_start, p)
+    _scan_leaf(q, p, r, own_leaf, coords, leaf_start, ids, rank, sq, best_d2, best_id, best_pos)  # a good bound first
     own_leaf += (1 << depth) - 1
     nodes[0], levels[0], lowers[0], top = 0, 0, 0.0, 1
     while top > 0:
@@ -65,7 +60,7 @@ def _nearest(p, r, coords, ids, rank, center, radius, min_rank, min_id, depth, s
         if min_rank[k] >= r or lower > worst or (lower >= worst and min_id[k] > best_id[last]) or k == own_leaf:
             continue
         if level == depth:
-            _scan_leaf(q, p, r, k - ((1 << depth) - 1), coords, ids, rank, depth, sq, best_d2, best_id, best_pos)
+            _scan_leaf(q, p, r, k - ((1 << depth) - 1), coords, leaf_start, ids, rank, sq, best_d2, best_id, best_pos)
             continue
         near, far = 2 * k + 1, 2 * k + 2
         near_lower = ball_distance(q, center, radius, near, slack)[0]
@@ -78,8 +73,9 @@ def _nearest(p, r, coords, ids, rank, center, radius, min_rank, min_id, depth, s
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _nearest_of(positions, below, k, coords, ids, rank, center, radius, min_rank, min_id, depth, slack, out_d2, out_pos):
-    """For each listed position, the k nearest points ranked under ``below[i]``, into out_d2 / out_pos (-1: none)."""
+def _nearest_of(positions, below, bound_d2, bound_id, k, coords, leaf_start, ids, rank, center, radius, min_rank, min_id, depth, slack, out_d2, out_pos):
+    """For each listed position, the k nearest points ranked under ``below[i]`` that come before (bound_d2[i],
+    bound_id[i]) in (d2, id) order, into out_d2 / out_pos (-1 and the bound where none does)."""
     for b in nb.prange((positions.shape[0] + BLOCK - 1) // BLOCK):
         nodes = np.empty(STACK, np.int64)
         levels = np.empty(STACK, np.int64)
@@ -87,23 +83,36 @@ def _nearest_of(positions, below, k, coords, ids, rank, center, radius, min_rank
         sq = np.empty(LEAF_SIZE, np.float32)
         best_d2, best_id, best_pos = np.empty(k, np.float32), np.empty(k, np.int64), np.empty(k, np.int64)
         for i in range(b * BLOCK, min(positions.shape[0], (b + 1) * BLOCK)):
+            best_d2[:] = bound_d2[i]
+            best_id[:] = bound_id[i]
+            best_pos[:] = -1
             _nearest(
-                positions[i], below[i], coords, ids, rank, center, radius, min_rank, min_id, depth, slack,
+                positions[i], below[i], coords, leaf_start, ids, rank, center, radius, min_rank, min_id, depth, slack,
                 nodes, levels, lowers, sq, best_d2, best_id, best_pos,
             )  # fmt: skip
             out_d2[i] = best_d2
             out_pos[i] = best_pos
 
 
-def nearest_denser(tree: VPTree, rank_tree: np.ndarray, min_rank: np.ndarray, positions: np.ndarray):
-    """(squared distance, tree position) of the nearest denser point of each listed position (not the densest)."""
-    d2 = np.empty((positions.shape[0], 1), np.float32)
-    pos = np.empty((positions.shape[0], 1), np.int64)
+def nearest_denser(
+    tree: VPTree, rank_tree: np.ndarray, min_rank: np.ndarray, positions: np.ndarray, bound_d2=None, bound_id=None, below=None
+):  # fmt: skip
+    """(squared distance, original index) of the nearest denser point of each listed position (not the densest):
+    the nearest point ranked under ``below`` (default: the position's own rank).
+
+    With a bound (bound_d2, bound_id) per position, only points before it in (d2, id) order are looked for, and
+    the bound is returned where none is; ``rank_tree`` may rank last (N) the points not to consider, if ``below``
+    gives the real ranks of the queries."""
+    m = positions.shape[0]
+    if bound_d2 is None:
+        bound_d2, bound_id = np.full(m, np.inf, np.float32), np.full(m, NO_ID, np.int64)
+    d2 = np.empty((m, 1), np.float32)
+    pos = np.empty((m, 1), np.int64)
     _nearest_of(
-        positions, rank_tree[positions], 1, tree.coords, tree.ids, rank_tree, tree.center, tree.cover_radius, min_rank, tree.min_id,
-        tree.depth, bound_slack(tree.n_dims), d2, pos,
+        positions, rank_tree[positions] if below is None else below, bound_d2, bound_id, 1, tree.coords, tree.leaf_start, tree.ids, rank_tree,
+        tree.center, tree.cover_radius, min_rank, tree.min_id, tree.depth, bound_slack(tree.n_dims), d2, pos,
     )  # fmt: skip
-    return d2[:, 0], pos[:, 0]
+    return d2[:, 0], np.where(pos[:, 0] >= 0, tree.ids[pos[:, 0]], bound_id)
 
 
 def neighbour_graph(tree: VPTree, k: int = NEIGHBOURS, progress=None) -> NeighbourGraph:
@@ -116,9 +125,11 @@ def neighbour_graph(tree: VPTree, k: int = NEIGHBOURS, progress=None) -> Neighbo
     pos = np.empty((n, k), np.int32)  # tree positions; half the memory of int64
     for first, last in chunks(n, progress):
         chunk_pos = np.empty((last - first, k), np.int64)
+        unbounded = np.full(last - first, np.inf, np.float32), np.full(last - first, NO_ID, np.int64)
         _nearest_of(
-            np.arange(first, last), np.ones(last - first, np.int64), k, tree.coords, tree.ids, rank, tree.center,
-            tree.cover_radius, min_rank, tree.min_id, tree.depth, bound_slack(tree.n_dims), d2[first:last], chunk_pos,
+            np.arange(first, last), np.ones(last - first, np.int64), *unbounded, k, tree.coords, tree.leaf_start,
+            tree.ids, rank, tree.center, tree.cover_radius, min_rank, tree.min_id, tree.depth, bound_slack(tree.n_dims),
+            d2[first:last], chunk_pos,
         )  # fmt: skip
         pos[first:last] = chunk_pos
     return NeighbourGraph(pos, d2)

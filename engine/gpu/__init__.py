@@ -161,7 +161,8 @@ def build_vptree(points: cp.ndarray, progress=None) -> VPTree:
     _launch("node_extents", _warp_padded(n), coords, _I64(n), _I32(d), _I32(depth), center, order, radius_bits, min_id)
     if progress is not None:
         progress(1.0)
-    return VPTree(coords, order, vantage, split_radius, center, radius_bits.view(_F32), min_id.astype(_I64), depth)
+    leaf_start = (cp.arange((1 << depth) + 1, dtype=_I64) * n) >> depth
+    return VPTree(coords, order, vantage, split_radius, center, radius_bits.view(_F32), min_id.astype(_I64), depth, leaf_start)
 
 
 def _with_tile_slack(rows: cp.ndarray) -> cp.ndarray:

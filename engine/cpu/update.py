@@ -1,0 +1,497 @@
+"""Incremental updates on the CPU (Numba): the tree takes new points and gives up deleted ones in place (GDPC §5.1),
+and the queries that an update of rho and delta needs, for a few points instead of all of them.
+
+The tree: a new point is routed top-down to the child whose ball it enlarges least, and every ball on its way
+grows to hold it, so every node's ball stays a valid bound. It joins the end of its leaf's run; the runs after it
+shift (one pass over the arrays, cheaper than any search). A leaf pushed past LEAF_SIZE points hands its points to
+the smallest enclosing subtree with room, which is rebuilt as a fresh VP-tree of the same height; when the whole
+tree is full it is rebuilt one level deeper. A deleted point leaves its leaf's run; balls keep their size (still
+valid bounds) and the tree is rebuilt smaller once it holds fewer than a quarter of its capacity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numba as nb
+import numpy as np
+
+from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach, tree_depth
+from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, sq_dist
+from .index import build_vptree
+from .search import nearest_denser
+
+NO_ID = np.iinfo(np.int64).max
+
+
+# -- the tree --------------------------------------------------------------------------------------------------
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _route(points, center, radius, min_id, depth, slack):
+    """The leaf each point goes to: down the child whose ball grows least (then the nearer centre, then the left);
+    an empty child (min_id = NO_ID) takes a point at no growth only if its sibling would have to grow."""
+    m = points.shape[0]
+    leaves = np.empty(m, np.int64)
+    for i in nb.prange(m):
+        k = 0
+        for _ in range(depth):
+            best, best_growth, best_near = 2 * k + 1, np.inf, np.inf
+            for child in (2 * k + 1, 2 * k + 2):
+                s = np.sqrt(np.float64(sq_dist(points[i], center[child])))
+                growth = np.inf if min_id[child] == NO_ID else max(0.0, s - np.float64(radius[child]))
+                if growth < best_growth or (growth == best_growth and s < best_near):
+                    best, best_growth, best_near = child, growth, s
+            if best_growth == np.inf:  # both children empty
+                best = 2 * k + 1
+            k = best
+        leaves[i] = k - ((1 << depth) - 1)
+    return leaves
+
+
+@nb.njit(nogil=True, cache=True)
+def _grow_balls(points, ids, leaves, center, radius, min_id, depth):
+    """Every ball from each new point's leaf up to the root grows to hold it; an empty node takes it as its ball."""
+    for i in range(points.shape[0]):
+        k = (1 << depth) - 1 + leaves[i]
+        while True:
+            if min_id[k] == NO_ID:
+                center[k] = points[i]
+                radius[k] = 0
+            else:
+                r = np.float32(np.sqrt(np.float64(sq_dist(points[i], center[k]))))
+                radius[k] = max(radius[k], r)
+            min_id[k] = min(min_id[k], ids[i])
+            if k == 0:
+                break
+            k = (k - 1) // 2
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _splice(coords, ids, leaf_start, new_start, new_coords, new_ids, first_new, out_coords, out_ids):
+    """Each leaf's old run, then its new points (``first_new[j]`` onwards in the new-point arrays), at new_start."""
+    d = coords.shape[0]
+    for j in nb.prange(leaf_start.shape[0] - 1):
+        s, e, o = leaf_start[j], leaf_start[j + 1], new_start[j]
+        for t in range(s, e):
+            out_ids[o + t - s] = ids[t]
+            for c in range(d):
+                out_coords[c, o + t - s] = coords[c, t]
+        for i in range(first_new[j], first_new[j + 1]):
+            slot = o + (e - s) + i - first_new[j]
+            out_ids[slot] = new_ids[i]
+            for c in range(d):
+                out_coords[c, slot] = new_coords[i, c]
+
+
+def insert(tree: VPTree, points: np.ndarray, n_old: int) -> VPTree:
+    """The tree over ``points`` (original order), of which the first ``n_old`` are in ``tree`` and the rest new."""
+    new_points = np.ascontiguousarray(points[n_old:])
+    new_ids = np.arange(n_old, points.shape[0], dtype=np.int64)
+    if new_points.shape[0] > n_old:  # more new points than old: a fresh tree is better balanced and no slower
+        return build_vptree(points, graph=False)
+    center, radius, min_id = tree.center.copy(), tree.cover_radius.copy(), tree.min_id.copy()
+    vantage, split_radius = tree.vantage.copy(), tree.split_radius.copy()  # subtree rebuilds write them
+    leaves = _route(new_points, center, radius, min_id, tree.depth, bound_slack(tree.n_dims))
+    _grow_balls(new_points, new_ids, leaves, center, radius, min_id, tree.depth)
+    by_leaf = np.argsort(leaves, kind="stable")  # stable: each leaf takes its new points in index order
+    added = np.bincount(leaves, minlength=1 << tree.depth)
+    first_new = np.concatenate(([0], np.cumsum(added)))
+    new_start = tree.leaf_start + first_new
+    coords = np.empty((tree.n_dims, points.shape[0]), np.float32)
+    ids = np.empty(points.shape[0], np.int64)
+    _splice(tree.coords, tree.ids, tree.leaf_start, new_start, new_points[by_leaf], new_ids[by_leaf], first_new, coords, ids)
+    grown = dataclasses.replace(tree, coords=coords, ids=ids, center=center, cover_radius=radius, min_id=min_id,
+                                vantage=vantage, split_radius=split_radius, leaf_start=new_start, neighbours=None)  # fmt: skip
+    return _rebuild_overflowing(grown, points)
+
+
+ROOM = LEAF_SIZE * 3 // 4  # a rebuilt subtree fills its leaves to at most this, so the next points find room
+
+
+def _rebuild_overflowing(tree: VPTree, points: np.ndarray) -> VPTree:
+    """For every leaf past LEAF_SIZE, rebuild the smallest subtree above it that its points fill to at most ROOM
+    per leaf; where only the root would do, split every leaf in two first (GDPC: the tree grows a level)."""
+    while True:
+        start, depth = tree.leaf_start, tree.depth
+        roots = set()
+        for leaf in np.flatnonzero(np.diff(start) > LEAF_SIZE):
+            level, j = depth, int(leaf)
+            while level > 0 and start[(j + 1) << (depth - level)] - start[j << (depth - level)] > ROOM << (depth - level):
+                level, j = level - 1, j >> 1
+            roots.add((level, j))
+        if (0, 0) not in roots:
+            break
+        tree = split_leaves(tree)
+    for level, j in sorted(roots):  # top-down: a subtree inside one rebuilt already fits
+        if not any((level - up, j >> up) in roots for up in range(1, level + 1)):
+            _rebuild_subtree(tree, points, level, j)
+    return tree
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _split_leaves(coords, ids, leaf_start, out_coords, out_ids, out_start, center, radius, min_id, vantage, split_radius):
+    """Split every leaf's run by distance to its vantage point (the farthest from its first point): the nearer
+    half (rounded up) becomes the left child. Writes the children's runs, balls and smallest ids."""
+    d = coords.shape[0]
+    for j in nb.prange(leaf_start.shape[0] - 1):
+        s, e = leaf_start[j], leaf_start[j + 1]
+        mid = s + (e - s + 1) // 2
+        out_start[2 * j], out_start[2 * j + 1] = s, mid
+        vantage[j], split_radius[j] = -1, 0
+        if e > s:
+            far, far_d2 = s, np.float32(-1)
+            for t in range(s, e):
+                d2 = sq_dist(coords[:, t], coords[:, s])
+                if d2 > far_d2:
+                    far, far_d2 = t, d2
+            dist2 = np.empty(e - s, np.float32)
+            for t in range(s, e):
+                dist2[t - s] = sq_dist(coords[:, t], coords[:, far])
+            by_distance = np.argsort(dist2, kind="mergesort")
+            for t in range(e - s):
+                out_ids[s + t] = ids[s + by_distance[t]]
+                out_coords[:, s + t] = coords[:, s + by_distance[t]]
+            vantage[j], split_radius[j] = ids[far], np.sqrt(np.float64(dist2[by_distance[mid - s - 1]]))
+        for child, (cs, ce) in ((2 * j, (s, mid)), (2 * j + 1, (mid, e))):
+            center[child], radius[child], min_id[child] = 0, 0, NO_ID
+            if ce == cs:
+                continue
+            acc = np.zeros(d, np.float64)
+            for t in range(cs, ce):
+                for c in range(d):
+                    acc[c] += out_coords[c, t]
+                min_id[child] = min(min_id[child], out_ids[t])
+            for c in range(d):
+                center[child, c] = np.float32(acc[c] / (ce - cs))
+            r2 = np.float32(0)
+            for t in range(cs, ce):
+                r2 = max(r2, sq_dist(out_coords[:, t], center[child]))
+            radius[child] = np.float32(np.sqrt(np.float64(r2)))
+
+
+def split_leaves(tree: VPTree) -> VPTree:
+    """The tree one level deeper: every leaf becomes a node with two leaves (its ball stays as it is)."""
+    n_leaves, d = 1 << tree.depth, tree.n_dims
+    coords, ids = np.empty_like(tree.coords), np.empty_like(tree.ids)
+    start = np.empty(2 * n_leaves + 1, np.int64)
+    start[-1] = tree.n_points
+    center, radius = np.empty((2 * n_leaves, d), np.float32), np.empty(2 * n_leaves, np.float32)
+    min_id, vantage, split_radius = np.empty(2 * n_leaves, np.int64), np.empty(n_leaves, np.int64), np.empty(n_leaves, np.float32)
+    _split_leaves(tree.coords, tree.ids, tree.leaf_start, coords, ids, start, center, radius, min_id, vantage, split_radius)
+    return dataclasses.replace(
+        tree, coords=coords, ids=ids, leaf_start=start, depth=tree.depth + 1,
+        center=np.concatenate((tree.center, center)), cover_radius=np.concatenate((tree.cover_radius, radius)),
+        min_id=np.concatenate((tree.min_id, min_id)), vantage=np.concatenate((tree.vantage, vantage)),
+        split_radius=np.concatenate((tree.split_radius, split_radius)),
+    )  # fmt: skip
+
+
+def _rebuild_subtree(tree: VPTree, points: np.ndarray, level: int, j: int) -> None:
+    """Rebuild node j of ``level`` in place as a fresh VP-tree of its points (the ancestors' balls still hold them)."""
+    height = tree.depth - level
+    first_leaf = j << height
+    s, e = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[(j + 1) << height])
+    members = np.sort(tree.ids[s:e])  # in index order, so the build's ties by position are ties by index
+    sub = build_vptree(points[members], depth=height, graph=False)
+    tree.coords[:, s:e] = sub.coords
+    tree.ids[s:e] = members[sub.ids]
+    tree.leaf_start[first_leaf : first_leaf + (1 << height) + 1] = s + sub.leaf_start
+    for rel in range(height + 1):
+        into = slice((1 << (level + rel)) - 1 + (j << rel), (1 << (level + rel)) - 1 + ((j + 1) << rel))
+        of = slice((1 << rel) - 1, (2 << rel) - 1)
+        tree.center[into], tree.cover_radius[into] = sub.center[of], sub.cover_radius[of]
+        tree.min_id[into] = np.where(sub.min_id[of] == NO_ID, NO_ID, members[np.minimum(sub.min_id[of], len(members) - 1)])
+        if rel < height:
+            tree.vantage[into], tree.split_radius[into] = members[sub.vantage[of]], sub.split_radius[of]
+
+
+def delete(tree: VPTree, points: np.ndarray, mapping: np.ndarray) -> VPTree:
+    """The tree without the points whose ``mapping`` (old index -> new index) is -1; ``points`` are the survivors."""
+    if points.shape[0] * 4 < LEAF_SIZE << tree.depth:  # a quarter full: rebuilt to fit
+        return build_vptree(points, graph=False, depth=tree_depth(points.shape[0]))
+    new_ids = mapping[tree.ids]
+    keep = new_ids >= 0
+    removed = np.concatenate(([0], np.cumsum(~keep)))
+    # a min_id whose point went becomes the next survivor's index: a lower bound still, safe for tie tests
+    next_survivor = np.minimum.accumulate(np.where(mapping >= 0, mapping, NO_ID)[::-1])[::-1]
+    alive = tree.min_id != NO_ID
+    min_id = tree.min_id.copy()
+    min_id[alive] = next_survivor[tree.min_id[alive]]
+    return dataclasses.replace(
+        tree, coords=np.ascontiguousarray(tree.coords[:, keep]), ids=new_ids[keep], vantage=next_survivor[tree.vantage],
+        min_id=min_id, leaf_start=tree.leaf_start - removed[tree.leaf_start], neighbours=None,
+    )  # fmt: skip
+
+
+# -- queries for a few points ----------------------------------------------------------------------------------
+@nb.njit(nogil=True, cache=True)
+def _count_near(coords, leaf_start, center, radius, depth, positions, reach2, reach_lo, reach_hi, slack):
+    """For every tree position, how many of the query positions lie within reach (itself included); whole nodes
+    inside the reach are counted once per node and pushed down at the end."""
+    n = coords.shape[1]
+    node_count = np.zeros((2 << depth) - 1, np.int64)
+    count = np.zeros(n, np.int64)
+    nodes = np.empty(STACK, np.int64)
+    levels = np.empty(STACK, np.int64)
+    sq = np.empty(LEAF_SIZE, np.float32)
+    for p in positions:
+        q = coords[:, p].copy()
+        nodes[0], levels[0], top = 0, 0, 1
+        while top > 0:
+            top -= 1
+            k, level = nodes[top], levels[top]
+            lower, upper = ball_distance(q, center, radius, k, slack)
+            if lower >= reach_hi:
+                continue
+            if upper < reach_lo:
+                node_count[k] += 1
+            elif level == depth:
+                j = k - ((1 << depth) - 1)
+                start, end = leaf_start[j], leaf_start[j + 1]
+                leaf_sq_dists(coords, q, start, end, sq)
+                for t in range(start, end):
+                    count[t] += sq[t - start] < reach2
+            else:
+                nodes[top], levels[top] = 2 * k + 1, level + 1
+                nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
+                top += 2
+    for k in range(1, node_count.shape[0]):  # parents first: breadth-first order
+        node_count[k] += node_count[(k - 1) // 2]
+    first_leaf = (1 << depth) - 1
+    for j in range(1 << depth):
+        for t in range(leaf_start[j], leaf_start[j + 1]):
+            count[t] += node_count[first_leaf + j]
+    return count
+
+
+def count_near(tree: VPTree, positions: np.ndarray, reach: float) -> np.ndarray:
+    """Per tree position, the number of listed positions closer than ``reach`` (the float32 rule of d < dc)."""
+    reach2, lo, hi = reach_rule(reach, tree.n_dims)
+    return _count_near(tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, positions, reach2, lo, hi, bound_slack(tree.n_dims))
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _rho_at(coords, leaf_start, center, radius, depth, positions, reach2, reach_lo, reach_hi, inv_dc2, gaussian, slack, out):
+    """rho of each listed position by its own walk: the cut-off count (self excluded) or the Gaussian sum."""
+    for b in nb.prange((positions.shape[0] + BLOCK - 1) // BLOCK):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
+        sq = np.empty(LEAF_SIZE, np.float32)
+        for i in range(b * BLOCK, min(positions.shape[0], (b + 1) * BLOCK)):
+            p = positions[i]
+            q = coords[:, p].copy()
+            total = 0.0
+            nodes[0], levels[0], top = 0, 0, 1
+            while top > 0:
+                top -= 1
+                k, level = nodes[top], levels[top]
+                lower, upper = ball_distance(q, center, radius, k, slack)
+                if lower >= reach_hi:
+                    continue
+                j = k - ((1 << level) - 1)
+                if not gaussian and upper < reach_lo:
+                    total += leaf_start[(j + 1) << (depth - level)] - leaf_start[j << (depth - level)]
+                elif level == depth:
+                    start, end = leaf_start[j], leaf_start[j + 1]
+                    leaf_sq_dists(coords, q, start, end, sq)
+                    for t in range(start, end):
+                        if sq[t - start] < reach2 and (not gaussian or t != p):
+                            total += np.exp(-np.float64(sq[t - start]) * inv_dc2) if gaussian else 1.0
+                else:
+                    nodes[top], levels[top] = 2 * k + 1, level + 1
+                    nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
+                    top += 2
+            out[i] = total if gaussian else total - 1.0  # a cut-off count includes the point itself
+
+
+def rho_at(tree: VPTree, positions: np.ndarray, dc: float, kernel: str) -> np.ndarray:
+    """rho (as ``density.rho`` defines it) of the listed tree positions only."""
+    gaussian = kernel == "gaussian"
+    reach2, lo, hi = reach_rule(rho_reach(dc, kernel), tree.n_dims)
+    out = np.empty(positions.shape[0], np.float64)
+    _rho_at(tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, positions, reach2, lo, hi,
+            1.0 / np.float64(dc) ** 2, gaussian, bound_slack(tree.n_dims), out)  # fmt: skip
+    return out
+
+
+@nb.njit(cache=True)
+def _open_leaves(own, center, radius, depth, slack, reach, node_reach, min_a, limit_a, max_b, limit_b, nodes, levels, out):
+    """The leaves that a walk for all queries of leaf node ``own`` cannot rule out: a node stays open while
+    min_a[k] < limit_a, max_b[k] > limit_b and its ball comes within min(reach, node_reach[k]) of the leaf's ball."""
+    pad = np.float64(radius[own]) * (1 + slack)  # any query of the leaf is within this of the leaf's centre
+    n_open = 0
+    nodes[0], levels[0], top = 0, 0, 1
+    while top > 0:
+        top -= 1
+        k, level = nodes[top], levels[top]
+        if min_a[k] >= limit_a or max_b[k] <= limit_b:
+            continue
+        if ball_distance(center[own], center, radius, k, slack)[0] - pad > min(reach, node_reach[k]):
+            continue
+        if level == depth:
+            out[n_open] = k - ((1 << depth) - 1)
+            n_open += 1
+        else:
+            nodes[top], levels[top] = 2 * k + 1, level + 1
+            nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
+            top += 2
+    return n_open
+
+
+LEAVES_PER_TASK = 16
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leaves, first, sources, rank_old, rank_new, reach2, node_reach, node_min_old, node_max_new, marked):
+    """marked[t] = True for each position t that a source s newly outranks (rank_old[s] > rank_old[t] and
+    rank_new[s] < rank_new[t]) within t's reach (sq_dist <= reach2[t]). Sources come grouped by leaf:
+    sources[first[g]:first[g + 1]] lie in leaf leaves[g], and each group shares one walk."""
+    first_leaf = (1 << depth) - 1
+    for task in nb.prange((leaves.shape[0] + LEAVES_PER_TASK - 1) // LEAVES_PER_TASK):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
+        open_leaves = np.empty(1 << depth, np.int64)
+        sq = np.empty(LEAF_SIZE, np.float32)
+        for g in range(task * LEAVES_PER_TASK, min(leaves.shape[0], (task + 1) * LEAVES_PER_TASK)):
+            group = sources[first[g] : first[g + 1]]
+            n_open = _open_leaves(first_leaf + leaves[g], center, radius, depth, slack, np.inf, node_reach, node_min_old,
+                                  rank_old[group].max(), node_max_new, rank_new[group].min(), nodes, levels, open_leaves)  # fmt: skip
+            for p in group:
+                q = coords[:, p].copy()
+                for c in range(n_open):
+                    j = open_leaves[c]
+                    if ball_distance(q, center, radius, first_leaf + j, slack)[0] > node_reach[first_leaf + j]:
+                        continue
+                    start, end = leaf_start[j], leaf_start[j + 1]
+                    leaf_sq_dists(coords, q, start, end, sq)
+                    for t in range(start, end):
+                        if rank_old[t] < rank_old[p] and rank_new[t] > rank_new[p] and sq[t - start] <= reach2[t]:
+                            marked[t] = True  # racy but every writer writes True
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _nearest_newly_denser(coords, leaf_start, ids, center, radius, depth, slack, leaves, first, targets, rank_old, rank_new, node_min_new, node_max_old, no_reach, best_d2, best_id):
+    """Improve each target's (best_d2, best_id) with the points newly denser than it (rank_new below its own,
+    rank_old above), in (d2, id) order. Targets come grouped by leaf as in ``_mark_newly_outranked``."""
+    first_leaf = (1 << depth) - 1
+    for task in nb.prange((leaves.shape[0] + LEAVES_PER_TASK - 1) // LEAVES_PER_TASK):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
+        open_leaves = np.empty(1 << depth, np.int64)
+        sq = np.empty(LEAF_SIZE, np.float32)
+        for g in range(task * LEAVES_PER_TASK, min(leaves.shape[0], (task + 1) * LEAVES_PER_TASK)):
+            group = np.arange(first[g], first[g + 1])
+            reach = np.sqrt(np.float64(best_d2[group].max()))
+            n_open = _open_leaves(first_leaf + leaves[g], center, radius, depth, slack, reach, no_reach, node_min_new,
+                                  rank_new[targets[group]].max(), node_max_old, rank_old[targets[group]].min(),
+                                  nodes, levels, open_leaves)  # fmt: skip
+            for i in group:
+                p = targets[i]
+                q = coords[:, p].copy()
+                b2, bid = best_d2[i], best_id[i]
+                for c in range(n_open):
+                    j = open_leaves[c]
+                    if ball_distance(q, center, radius, first_leaf + j, slack)[0] > np.sqrt(np.float64(b2)):
+                        continue
+                    start, end = leaf_start[j], leaf_start[j + 1]
+                    leaf_sq_dists(coords, q, start, end, sq)
+                    for t in range(start, end):
+                        d2 = sq[t - start]
+                        if rank_new[t] < rank_new[p] and rank_old[t] > rank_old[p] and (d2 < b2 or (d2 == b2 and ids[t] < bid)):
+                            b2, bid = d2, ids[t]
+                best_d2[i], best_id[i] = b2, bid
+
+
+def _by_leaf(tree: VPTree, positions: np.ndarray):
+    """(leaves, first, positions sorted): the sorted positions grouped by leaf, group g = [first[g], first[g + 1])."""
+    positions = np.sort(positions)
+    leaf = np.searchsorted(tree.leaf_start, positions, side="right") - 1
+    leaves, first = np.unique(leaf, return_index=True)
+    return leaves, np.append(first, positions.shape[0]), positions
+
+
+def _node_max(values, tree: VPTree):
+    return -node_min(-values, tree.leaf_start, tree.depth)
+
+
+def mark_newly_outranked(tree: VPTree, sources, rank_old_tree, rank_new_tree, reach2_tree) -> np.ndarray:
+    """Mask of the tree positions t that a source position newly outranks within t's own reach (float32
+    ``reach2_tree``; -1 leaves t out): rank_old[s] > rank_old[t], rank_new[s] < rank_new[t], sq_dist <= reach2[t]."""
+    node_reach = _node_max(np.sqrt(np.maximum(reach2_tree, 0).astype(np.float64)), tree)
+    node_reach[_node_max(reach2_tree, tree) < 0] = -1.0
+    marked = np.zeros(tree.n_points, np.bool_)
+    leaves, first, sources = _by_leaf(tree, sources)
+    _mark_newly_outranked(tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, bound_slack(tree.n_dims),
+                          leaves, first, sources, rank_old_tree, rank_new_tree, reach2_tree, node_reach,
+                          node_min(rank_old_tree, tree.leaf_start, tree.depth), _node_max(rank_new_tree, tree), marked)  # fmt: skip
+    return marked
+
+
+def nearest_newly_denser(tree: VPTree, targets, rank_old_tree, rank_new_tree, bound_d2, bound_id):
+    """(d2, id) of each target position's nearest newly denser point (rank_new below the target's, rank_old above)
+    where it comes before the bound (bound_d2, bound_id) in (d2, id) order, else the bound."""
+    order = np.argsort(targets, kind="stable")
+    leaves, first, sorted_targets = _by_leaf(tree, targets)
+    best_d2, best_id = bound_d2[order].astype(np.float32), bound_id[order].astype(np.int64)
+    no_reach = np.full(tree.n_nodes, np.inf)
+    _nearest_newly_denser(tree.coords, tree.leaf_start, tree.ids, tree.center, tree.cover_radius, tree.depth,
+                          bound_slack(tree.n_dims), leaves, first, sorted_targets, rank_old_tree, rank_new_tree,
+                          node_min(rank_new_tree, tree.leaf_start, tree.depth), _node_max(rank_old_tree, tree), no_reach,
+                          best_d2, best_id)  # fmt: skip
+    out_d2, out_id = np.empty_like(best_d2), np.empty_like(best_id)
+    out_d2[order], out_id[order] = best_d2, best_id
+    return out_d2, out_id
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _sq_to(coords, p, positions):
+    q = coords[:, p].copy()
+    out = np.empty(positions.shape[0], np.float32)
+    for i in nb.prange(positions.shape[0]):
+        out[i] = sq_dist(q, coords[:, positions[i]])
+    return out
+
+
+def sq_to(tree: VPTree, p: int, positions: np.ndarray) -> np.ndarray:
+    """Squared distances (float32 rule) from tree position p to the listed positions."""
+    return _sq_to(tree.coords, p, positions)
+
+
+@nb.njit(nogil=True, cache=True)
+def merge_order(order, moved, key_rho):
+    """The density order after the points ``moved`` changed rho: ``order`` without them (still sorted, since no
+    other rho changed), merged with them sorted; both by (rho descending, index ascending). ``order`` may hold
+    indices >= len(key_rho) or marked -1 for points that are gone: those are skipped."""
+    n = key_rho.shape[0]
+    is_moved = np.zeros(n, np.bool_)
+    for i in moved:
+        is_moved[i] = True
+    out = np.empty(n, np.int64)
+    a, b, o = 0, 0, 0
+    while o < n:
+        while a < order.shape[0] and (order[a] < 0 or is_moved[order[a]]):
+            a += 1
+        if a < order.shape[0] and (
+            b >= moved.shape[0]
+            or key_rho[order[a]] > key_rho[moved[b]]
+            or (key_rho[order[a]] == key_rho[moved[b]] and order[a] < moved[b])
+        ):
+            out[o] = order[a]
+            a += 1
+        else:
+            out[o] = moved[b]
+            b += 1
+        o += 1
+    return out
+
+
+def nearest_denser_of(tree: VPTree, rank_tree: np.ndarray, positions: np.ndarray, bound_d2=None, bound_id=None, below=None):
+    """``search.nearest_denser`` for a few positions, with the node ranks it prunes by (see there for the bound)."""
+    min_rank = node_min(rank_tree, tree.leaf_start, tree.depth)
+    return nearest_denser(tree, rank_tree, min_rank, positions, bound_d2, bound_id, below)
+
+
+def positions_of(tree: VPTree) -> np.ndarray:
+    """The tree position of every original index."""
+    position = np.empty(tree.n_points, np.int64)
+    position[tree.ids] = np.arange(tree.n_points)
+    return position

@@ -1,0 +1,200 @@
+"""Incremental updates against a fresh fit and the brute-force oracle after every insert and delete."""
+
+import numpy as np
+import pytest
+
+from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints
+from dpstudio.engine.data import DataError
+from dpstudio.engine.dpc import cluster_changes
+from dpstudio.engine.vptree import LEAF_SIZE
+
+from . import oracle
+from .datasets import CASES
+
+SEQUENCE_CASES = ["blobs", "with_duplicates", "integer_grid", "collinear_ties", "uniform_deep", "high_dim"]
+
+
+def assert_valid_tree(tree, points):
+    """Every point once, leaves within LEAF_SIZE, every ball holding its node's points, min_id a lower bound."""
+    assert sorted(tree.ids.tolist()) == list(range(len(points)))
+    np.testing.assert_array_equal(tree.coords.T, points[tree.ids])
+    assert tree.leaf_start[0] == 0 and tree.leaf_start[-1] == len(points)
+    assert np.all(np.diff(tree.leaf_start) >= 0) and np.all(np.diff(tree.leaf_start) <= LEAF_SIZE)
+    for level in range(tree.depth + 1):
+        for j in range(1 << level):
+            k = (1 << level) - 1 + j
+            run = slice(tree.leaf_start[j << (tree.depth - level)], tree.leaf_start[(j + 1) << (tree.depth - level)])
+            if run.stop > run.start:
+                far = np.sqrt(((tree.coords[:, run].T.astype(np.float64) - tree.center[k]) ** 2).sum(axis=1)).max()
+                assert far <= tree.cover_radius[k] * (1 + 1e-5) + 1e-30
+                assert tree.min_id[k] <= tree.ids[run].min()
+
+
+def assert_matches(dp, points, chosen):
+    """dp equals a fresh fit on ``points`` with the same dc, kernel and centers, and the oracle."""
+    fresh = DensityPeaks(dc=dp.dc_, kernel=dp.kernel_, backend="cpu").fit(points).assign(centers=chosen)
+    sq = oracle.rule_sq_dists(points)
+    if dp.kernel_ == "cutoff":
+        np.testing.assert_array_equal(dp.rho_, fresh.rho_)
+        np.testing.assert_array_equal(dp.rho_, oracle.rho(sq, dp.dc_, "cutoff"))
+    else:
+        np.testing.assert_allclose(dp.rho_, fresh.rho_, rtol=1e-12)
+        np.testing.assert_allclose(dp.rho_, oracle.rho(sq, dp.dc_, "gaussian"), rtol=1e-12, atol=1e-12)
+    # delta and parent from the updated rho itself, so a Gaussian near-tie cannot flip on summation order
+    expected_delta, expected_parent = oracle.delta_parent(sq, dp.rho_)
+    np.testing.assert_array_equal(dp.parent_, expected_parent)
+    np.testing.assert_array_equal(dp.delta_, expected_delta)
+    densest = int(np.lexsort((np.arange(len(points)), -dp.rho_))[0])
+    np.testing.assert_array_equal(dp.centers_, list(chosen) + ([densest] if densest not in chosen else []))
+    if dp.kernel_ == "cutoff":  # Gaussian: a tie of duplicates may fall either way on summation order
+        np.testing.assert_array_equal(dp.parent_, fresh.parent_)
+        np.testing.assert_array_equal(dp.delta_, fresh.delta_)
+        np.testing.assert_array_equal(dp.centers_, fresh.centers_)
+    np.testing.assert_array_equal(dp.labels_, oracle.labels(dp.parent_, list(dp.centers_)))
+    np.testing.assert_array_equal(dp.halo_, oracle.halo(sq, dp.rho_, dp.labels_, dp.dc_))
+
+
+def exact_pair_distance(points, rng) -> float:
+    """A distance that pairs have exactly: the cut-off must leave them out, before and after every update."""
+    sq = oracle.rule_sq_dists(points[:300])
+    return float(np.sqrt(np.float64(rng.choice(sq[sq > 0]))))
+
+
+@pytest.mark.parametrize("case", SEQUENCE_CASES)
+@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
+def test_random_inserts_and_deletes_match_a_fresh_fit(case, kernel, rng):
+    points = CASES[case](rng).astype(np.float32)
+    points = points[rng.permutation(len(points))][:900]
+    n_base = int(rng.integers(2, len(points) // 3))
+    dc = exact_pair_distance(points, rng) if kernel == "cutoff" else None
+    dp = DensityPeaks(dc=dc, kernel=kernel, backend="cpu").fit(points[:n_base])
+    current, waiting = points[:n_base], points[n_base:]
+    for _ in range(6):
+        if waiting.shape[0] and (rng.random() < 0.6 or current.shape[0] < 10):
+            m = int(rng.integers(1, min(250, waiting.shape[0]) + 1))
+            new = dp.partial_fit(waiting[:m]).indexed_
+            current, waiting = np.concatenate((current, waiting[:m])), waiting[m:]
+        else:
+            dead = rng.choice(current.shape[0], int(rng.integers(1, current.shape[0] // 3 + 1)), replace=False)
+            mapping = dp.delete(dead)
+            assert (mapping[dead] == -1).all() and np.array_equal(mapping[mapping >= 0], np.arange(len(current) - len(dead)))
+            current = np.delete(current, dead, axis=0)
+            new = dp.indexed_
+        assert_valid_tree(new.index, current)
+        assert_matches(dp, current, dp._chosen)
+
+
+@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
+def test_every_cached_field_is_updated(kernel, rng):
+    points = CASES["blobs"](rng, n=1200).astype(np.float32)
+    indexed = IndexedPoints(points[:800], backend="cpu")
+    dcs = (0.3, 0.7)
+    for dc in dcs:
+        indexed.fields(kernel, dc)
+    indexed.insert(points[800:])
+    indexed.delete(rng.choice(1200, 150, replace=False))
+    fresh = IndexedPoints(indexed.points, backend="cpu")
+    for dc in dcs:
+        updated, again = indexed.fields(kernel, dc), fresh.fields(kernel, dc)
+        np.testing.assert_allclose(updated.rho, again.rho, rtol=1e-12)
+        if kernel == "cutoff":
+            np.testing.assert_array_equal(updated.parent, again.parent)
+            np.testing.assert_array_equal(updated.order, again.order)
+
+
+def test_a_batch_that_fills_the_tree_and_deleting_down_to_two(rng):
+    capacity = LEAF_SIZE << 3
+    points = rng.normal(size=(capacity + 200, 2)).astype(np.float32)
+    dp = DensityPeaks(dc=0.4, backend="cpu").fit(points[: capacity - 3])
+    assert dp.indexed_.index.depth == 3
+    dp.partial_fit(points[capacity - 3 :])  # past the capacity: the leaves split (twice, to make room)
+    assert dp.indexed_.index.depth == 5
+    current = points
+    assert_valid_tree(dp.indexed_.index, current)
+    assert_matches(dp, current, dp._chosen)
+    while current.shape[0] > 2:
+        dead = rng.choice(current.shape[0], max(1, min(current.shape[0] - 2, current.shape[0] // 2)), replace=False)
+        dp.delete(dead)
+        current = np.delete(current, dead, axis=0)
+        assert_valid_tree(dp.indexed_.index, current)
+        assert_matches(dp, current, dp._chosen)
+
+
+def test_deleting_the_densest_point_and_a_center(rng):
+    points = CASES["blobs"](rng, n=1500).astype(np.float32)
+    dp = DensityPeaks(backend="cpu").fit(points).assign(n_centers=5)
+    densest = int(np.lexsort((np.arange(len(points)), -dp.rho_))[0])
+    chosen_center = int(dp.centers_[1]) if dp.centers_[1] != densest else int(dp.centers_[2])
+    mapping = dp.delete([densest, chosen_center])
+    current = np.delete(points, [densest, chosen_center], axis=0)
+    assert len(dp.changes_["vanished"]) >= 1
+    assert mapping[chosen_center] == -1 and mapping[chosen_center] not in dp.centers_
+    assert_matches(dp, current, dp._chosen)
+
+
+def test_an_overflowing_leaf_rebuilds_a_subtree_only(rng):
+    points = rng.uniform(size=(LEAF_SIZE * 64, 2)).astype(np.float32)
+    indexed = IndexedPoints(points[: LEAF_SIZE * 40], backend="cpu")
+    crowd = np.repeat(points[:1], 3 * LEAF_SIZE, axis=0)  # one spot, far more than a leaf holds
+    indexed.insert(crowd)
+    assert indexed.index.depth == 6
+    assert_valid_tree(indexed.index, np.concatenate((points[: LEAF_SIZE * 40], crowd)))
+
+
+def test_neighbour_products_are_recomputed_after_an_update(rng):
+    points = CASES["blobs"](rng, n=1000).astype(np.float32)
+    indexed = IndexedPoints(points[:700], backend="cpu")
+    DBSCAN(eps=0.5, min_samples=5).fit(indexed)
+    indexed.insert(points[700:])
+    indexed.delete(np.arange(0, 1000, 7))
+    current = np.delete(points, np.arange(0, 1000, 7), axis=0)
+    np.testing.assert_array_equal(
+        DBSCAN(eps=0.5, min_samples=5).fit(indexed).labels_, DBSCAN(eps=0.5, min_samples=5, backend="cpu").fit(current).labels_
+    )
+
+
+def test_rows_say_which_input_row_each_point_is(rng):
+    points = rng.normal(size=(60, 2)).astype(np.float32)
+    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points[:40])
+    dp.partial_fit(points[40:])
+    dp.delete([0, 41])
+    frame = dp.to_frame()
+    np.testing.assert_array_equal(frame["index"], np.delete(np.arange(60), [0, 41]))
+    dp.partial_fit(points[:1])  # one point as a 1-D row
+    assert dp.rows_[-1] == 60 and dp.n_points_ == 59
+
+
+def test_bad_updates_are_refused_and_change_nothing(rng):
+    points = rng.normal(size=(50, 3)).astype(np.float32)
+    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points)
+    rho = dp.rho_.copy()
+    with pytest.raises(DataError, match="3 features"):
+        dp.partial_fit(np.zeros((4, 2)))
+    with pytest.raises(DataError, match="NaN"):
+        dp.partial_fit(np.full((1, 3), np.nan))
+    with pytest.raises(DataError, match="out of range"):
+        dp.delete([50])
+    with pytest.raises(DataError, match="fewer than 2"):
+        dp.delete(np.arange(49))
+    np.testing.assert_array_equal(dp.rho_, rho)
+    assert dp.n_points_ == 50
+
+
+def test_partial_fit_before_fit_is_fit(rng):
+    points = rng.normal(size=(80, 2))
+    np.testing.assert_array_equal(
+        DensityPeaks(dc=0.4, backend="cpu").partial_fit(points).labels_, DensityPeaks(dc=0.4, backend="cpu").fit(points).labels_
+    )
+
+
+def test_cluster_changes_name_what_happened():
+    old_labels = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    old_centers = np.array([0, 3, 6])
+    # point 3 (center of cluster 1) deleted: its points go to clusters 0 and 2; new point 7 is a center and takes
+    # old point 7 from cluster 2, whose center (old 6, now 5) goes on as label 1
+    mapping = np.array([0, 1, 2, -1, 3, 4, 5, 6])
+    labels = np.array([0, 0, 0, 0, 2, 1, 2, 2])
+    changes = cluster_changes(old_labels, old_centers, labels, np.array([0, 5, 7]), mapping)
+    assert changes["vanished"] == [1] and changes["merged"] == {1: 0}
+    assert changes["appeared"] == [2] and changes["split"] == {2: [2]}
+    assert changes["clusters"] == 3 and changes["moved"] == 3
