@@ -1,4 +1,4 @@
-"""The ``dpstudio`` command: ``serve`` the web app, ``cluster`` a file, ``bench`` the engine."""
+"""The ``dpstudio`` command: ``serve`` the web app, ``cluster`` a file, ``stream`` it in batches, ``bench`` the engine."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
+        sys.stderr.close()
+        return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,8 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     cluster = commands.add_parser("cluster", help="cluster a data file and print a summary")
-    cluster.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
-    cluster.add_argument("--columns", type=_names, help="comma-separated columns to use (default: every numeric one)")
+    _input_options(cluster)
     cluster.add_argument("--method", choices=METHODS, default="dpc", help="density peaks (default), DBSCAN or HDBSCAN")
     cluster.add_argument("--eps", type=float, help="DBSCAN radius (default: the knee of the sorted core distances)")
     cluster.add_argument("--min-samples", type=int, help="DBSCAN/HDBSCAN core size, the point counted (default 5; HDBSCAN: min cluster size)")
@@ -62,20 +64,17 @@ def _parser() -> argparse.ArgumentParser:
                          help="DBSCAN: exact, or approximate (KG-DBSCAN's listed edges, for high dimensions)")  # fmt: skip
     cluster.add_argument("--min-cluster-size", type=int, default=5, help="HDBSCAN smallest cluster (default 5)")
     cluster.add_argument("--selection", choices=SELECTION_METHODS, default="eom", help="HDBSCAN cluster selection (default eom)")
-    dc = cluster.add_mutually_exclusive_group()
-    dc.add_argument("--dc", type=float, help="cut-off distance")
-    dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
-    cluster.add_argument("--kernel", choices=KERNELS, default="cutoff")
-    cluster.add_argument(
-        "--centers", default="auto", type=_centers,
-        help="auto (largest gamma drop) | K (the K largest gamma) | RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
-    )  # fmt: skip
-    cluster.add_argument("--standardize", action="store_true", help="z-score each column first")
-    cluster.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
-    cluster.add_argument("--out", metavar="FILE", help="write one row per point to FILE.csv or FILE.parquet (columns: see README)")
-    cluster.add_argument("--backend", choices=BACKENDS, default="auto")
-    cluster.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    _density_options(cluster)
+    _output_options(cluster, "print one JSON object instead of the summary")
     cluster.set_defaults(run=_cluster)
+
+    stream = commands.add_parser("stream", help="replay a data file as a stream: a base fit, then batches inserted one by one")
+    _input_options(stream)
+    stream.add_argument("--batch", type=int, default=1000, help="points per batch (default 1000)")
+    stream.add_argument("--base", type=_base, default="10%", help="the first fit: N rows, or P%% of the rows (default 10%%)")
+    _density_options(stream)
+    _output_options(stream, "print one JSON object per batch (the base fit first) instead of the table")
+    stream.set_defaults(run=_stream)
 
     bench = commands.add_parser("bench", help="time the engine against baselines in the same run and print a table")
     bench.add_argument("--method", choices=("dpc", "dbscan"), default="dpc",
@@ -85,9 +84,53 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--backend", choices=BACKENDS, default="cpu")
     bench.add_argument("--baseline-queries", type=int, default=20_000,
                        help="time cKDTree on at most this many queries and scale up (default 20000)")  # fmt: skip
+    bench.add_argument("--incremental", action="store_true",
+                       help="dpc: insert and delete batches of points, next to a fresh fit of the same points (GDPC's protocol)")  # fmt: skip
+    bench.add_argument("--batch", type=int, default=1000, help="--incremental: points per batch (default 1000)")
+    bench.add_argument("--batches", type=int, help="--incremental: time only the last K batches (default: every batch after a 10%% base)")
     bench.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     bench.set_defaults(run=_bench)
     return parser
+
+
+def _input_options(parser) -> None:
+    parser.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
+    parser.add_argument("--columns", type=_names, help="comma-separated columns to use (default: every numeric one)")
+    parser.add_argument("--standardize", action="store_true", help="z-score each column first")
+    parser.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
+
+
+def _density_options(parser) -> None:
+    dc = parser.add_mutually_exclusive_group()
+    dc.add_argument("--dc", type=float, help="cut-off distance")
+    dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
+    parser.add_argument("--kernel", choices=KERNELS, default="cutoff")
+    parser.add_argument(
+        "--centers", default="auto", type=_centers,
+        help="auto (largest gamma drop) | K (the K largest gamma) | RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
+    )  # fmt: skip
+
+
+def _output_options(parser, json_help: str) -> None:
+    parser.add_argument("--out", metavar="FILE", help="write one row per point to FILE.csv or FILE.parquet (columns: see README)")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def _base(text: str) -> tuple[str, float]:
+    """--base: ("rows", N) or ("percent", P)."""
+    try:
+        if text.strip().endswith("%"):
+            percent = float(text.strip()[:-1])
+            if not 0 < percent < 100:
+                raise ValueError(text)
+            return "percent", percent
+        rows = int(text)
+        if rows < 2:
+            raise ValueError(text)
+        return "rows", rows
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number of rows (>= 2) or a percentage in (0, 100) like 10%; got {text!r}") from exc
 
 
 def _names(text: str) -> list[str]:
@@ -154,6 +197,41 @@ def _cluster(args) -> int:
         del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
     print(json.dumps(facts) if args.json else _summary(facts))
     return 0
+
+
+def _stream(args) -> int:
+    points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
+    if args.batch < 1:
+        raise ValueError(f"--batch must be at least 1, got {args.batch}")
+    n = points.values.shape[0]
+    kind, amount = args.base
+    n_base = max(2, min(n, int(amount) if kind == "rows" else round(n * amount / 100)))
+    dp, facts = _density_peaks(args, points.values[:n_base], None)
+    first = {"batch": 0, "size": n_base, "n_points": n_base, "clusters": len(dp.centers_), "dc": dp.dc_,
+             "backend": dp._backend.device_name(), "seconds": round(sum(dp.timings_.values()), 4)}  # fmt: skip
+    print(json.dumps(first) if args.json else _stream_header(first, points, n))
+    for k, start in enumerate(range(n_base, n, args.batch), start=1):
+        dp.partial_fit(points.values[start : start + args.batch])
+        row = {"batch": k, "size": min(args.batch, n - start), "n_points": dp.n_points_, **dp.changes_,
+               "update_ms": round(1000 * dp.timings_["update"], 3)}  # fmt: skip
+        print(json.dumps(row) if args.json else _stream_line(row), flush=True)
+    if args.out:
+        write_labels(args.out, with_dropped_rows(dp.to_frame(points.rows[dp.rows_]), points.dropped_rows))
+        if not args.json:
+            print(f"wrote {args.out}")
+    return 0
+
+
+def _stream_header(first: dict, points, n: int) -> str:
+    return (f"base fit  {first['n_points']} of {n} points x {points.values.shape[1]} on {first['backend']}: "
+            f"dc {first['dc']:.6g}, {first['clusters']} clusters, {first['seconds']:.3f} s\n"
+            f"{'batch':>6} {'size':>6} {'points':>9} {'clusters':>8} {'update ms':>10}  changes")  # fmt: skip
+
+
+def _stream_line(row: dict) -> str:
+    changes = [f"{name} {row[name]}" for name in ("appeared", "vanished", "merged", "split") if row[name]]
+    changes.append(f"{row['moved']} points moved")
+    return f"{row['batch']:>6} {row['size']:>6} {row['n_points']:>9} {row['clusters']:>8} {row['update_ms']:>10.2f}  {', '.join(changes)}"
 
 
 def _density_peaks(args, values, progress):
@@ -250,6 +328,12 @@ def _serve(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.incremental:
+        from .bench_incremental import SMALL_DC_MEAN_RHO, run_incremental_bench
+
+        shapes = args.sizes and [(n, d, rule) for n in args.sizes for d in args.dims for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}")]
+        run_incremental_bench(shapes, backend=args.backend, batch=args.batch, batches=args.batches, markdown=args.markdown)
+        return 0
     if args.method == "dbscan":
         from .bench_dbscan import run_dbscan_bench
 

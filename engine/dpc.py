@@ -99,7 +99,7 @@ class DensityPeaks(IndexedEstimator):
         after its next ``set_dc``."""
         if not hasattr(self, "_fields"):
             return self.fit(X)
-        before = self.labels_, self.centers_
+        before = self.labels_, self.centers_, self._chosen.size
         self.indexed_.insert(X, timings=self.timings_)
         self._updated(before, None)
         return self
@@ -108,7 +108,7 @@ class DensityPeaks(IndexedEstimator):
         """Remove the points at ``indices`` and update as ``partial_fit`` does; every later index moves down, and
         the returned array gives each old index its new one (-1: deleted). A deleted center drops out."""
         self._require_fit()
-        before = self.labels_, self.centers_
+        before = self.labels_, self.centers_, self._chosen.size
         mapping = self.indexed_.delete(indices, timings=self.timings_)
         self._updated(before, mapping)
         return mapping
@@ -117,7 +117,9 @@ class DensityPeaks(IndexedEstimator):
         self._fields = self.indexed_.fields(self.kernel_, self.dc_, timings=self.timings_)
         kept = self._chosen if mapping is None else mapping[self._chosen]
         self.assign(centers=kept[kept >= 0])
-        self.changes_ = cluster_changes(*before, self.labels_, self.centers_, mapping)
+        old_labels, old_centers, old_chosen = before
+        self.changes_ = cluster_changes(old_labels, old_centers, self.labels_, self.centers_, mapping,
+                                        forced=(old_chosen < old_centers.size, self._chosen.size < self.centers_.size))  # fmt: skip
 
     # centers and labels -------------------------------------------------------------------------------------
     def suggest_centers(self) -> np.ndarray:
@@ -258,9 +260,11 @@ class DensityPeaks(IndexedEstimator):
 
 
 
-def cluster_changes(old_labels, old_centers, labels, centers, mapping=None) -> dict:
+def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forced=(False, False)) -> dict:
     """What an update did to the clusters. A cluster is its center point: it continues while that point is a
-    center. ``mapping``: each old point's new index (-1: deleted; None: nothing deleted, points only added).
+    center; but the cluster of the densest point, added as the last center because it was not chosen (``forced``:
+    whether that is so before and after), continues as such, whichever point is densest. ``mapping``: each old
+    point's new index (-1: deleted; None: nothing deleted, points only added).
 
     Returns {"clusters": number now, "appeared": new labels whose center is new, "vanished": old labels whose
     center went, "merged": {vanished old label: new label holding most of its points}, "split": {old label: new
@@ -270,6 +274,8 @@ def cluster_changes(old_labels, old_centers, labels, centers, mapping=None) -> d
     survived = mapping >= 0
     label_of_center = {int(c): k for k, c in enumerate(centers)}
     continues = np.array([label_of_center.get(int(mapping[c]), -1) if mapping[c] >= 0 else -1 for c in old_centers], np.int64)
+    if forced[0] and forced[1] and continues[-1] < 0:
+        continues[-1] = len(centers) - 1
     appeared = sorted(set(range(len(centers))) - set(continues[continues >= 0].tolist()))
     old, new = old_labels[survived], labels[mapping[survived]]
     flows = pd.crosstab(old, new)

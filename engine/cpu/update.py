@@ -358,9 +358,12 @@ def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leav
             for p in group:
                 q = coords[:, p].copy()
                 for c in range(n_open):
-                    j = open_leaves[c]
-                    if ball_distance(q, center, radius, first_leaf + j, slack)[0] > node_reach[first_leaf + j]:
+                    k = first_leaf + open_leaves[c]
+                    if node_min_old[k] >= rank_old[p] or node_max_new[k] <= rank_new[p]:
                         continue
+                    if ball_distance(q, center, radius, k, slack)[0] > node_reach[k]:
+                        continue
+                    j = open_leaves[c]
                     start, end = leaf_start[j], leaf_start[j + 1]
                     leaf_sq_dists(coords, q, start, end, sq)
                     for t in range(start, end):
@@ -389,9 +392,12 @@ def _nearest_newly_denser(coords, leaf_start, ids, center, radius, depth, slack,
                 q = coords[:, p].copy()
                 b2, bid = best_d2[i], best_id[i]
                 for c in range(n_open):
-                    j = open_leaves[c]
-                    if ball_distance(q, center, radius, first_leaf + j, slack)[0] > np.sqrt(np.float64(b2)):
+                    k = first_leaf + open_leaves[c]
+                    if node_min_new[k] >= rank_new[p] or node_max_old[k] <= rank_old[p]:
                         continue
+                    if ball_distance(q, center, radius, k, slack)[0] > np.sqrt(np.float64(b2)):
+                        continue
+                    j = open_leaves[c]
                     start, end = leaf_start[j], leaf_start[j + 1]
                     leaf_sq_dists(coords, q, start, end, sq)
                     for t in range(start, end):

@@ -138,3 +138,40 @@ def test_bench_runs_a_small_table():
 def test_serve_fails_early_on_a_missing_file(tmp_path):
     result = dpstudio("serve", str(tmp_path / "missing.csv"), "--no-show", "--backend", "cpu")
     assert result.returncode == 2 and "file not found" in result.stderr
+
+
+def test_stream_replays_a_file_and_ends_where_a_fresh_fit_does(tmp_path):
+    from dpstudio.engine import DensityPeaks
+
+    path, out = sample_data.path("blobs"), tmp_path / "stream.csv"
+    result = dpstudio("stream", path, "--batch", "500", "--base", "20%", "--dc", "0.6", "--centers", "5", "--json", "--out", out, "--backend", "cpu")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows[0]["batch"] == 0 and rows[0]["n_points"] == 460
+    assert [r["size"] for r in rows[1:]] == [500, 500, 500, 340] and rows[-1]["n_points"] == 2300
+    assert all({"clusters", "appeared", "vanished", "merged", "split", "moved", "update_ms"} <= r.keys() for r in rows[1:])
+    streamed = pd.read_csv(out)
+    points = pd.read_csv(path).select_dtypes("number").to_numpy()
+    base = DensityPeaks(dc=0.6, backend="cpu").fit(points[:460]).assign(n_centers=5)
+    fresh = DensityPeaks(dc=0.6, backend="cpu").fit(points).assign(centers=base._chosen)
+    np.testing.assert_array_equal(streamed["index"], np.arange(2300))
+    np.testing.assert_array_equal(streamed["label"], fresh.labels_)
+    np.testing.assert_array_equal(streamed["rho"], fresh.rho_)
+
+    table = dpstudio("stream", path, "--batch", "1000", "--base", "300", "--backend", "cpu")
+    assert table.returncode == 0, table.stderr
+    assert "base fit  300 of 2300 points" in table.stdout and "update ms" in table.stdout
+    assert len(table.stdout.splitlines()) == 2 + 2
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--base", "0%"], "percentage in (0, 100)"), (["--base", "1"], "rows (>= 2)"), (["--batch", "0"], "--batch must be at least 1")])
+def test_stream_refuses_bad_options(args, message):
+    result = dpstudio("stream", sample_data.path("blobs"), *args)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bench_incremental_checks_every_measured_batch():
+    result = dpstudio("bench", "--incremental", "--sizes", "6000", "--dims", "2", "--batches", "3", "--batch", "500")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.strip().startswith("6,000")]
+    assert len(rows) == 2 and all("8/8 equal" in row for row in rows)  # 3 inserts + 5 deletes, each against a fresh fit
