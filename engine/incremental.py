@@ -75,9 +75,17 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     reach2[densest] = -1
     rank_old = xp.full(n, n, xp.int64)  # the new points ranked after all: less dense than anyone before
     rank_old[fields.order] = xp.arange(n_old)
-    rank_old_tree, rank_tree = rank_old[tree.ids], rank[tree.ids]
-    marked = xp.flatnonzero(backend.mark_newly_outranked(tree, position[moved], rank_old_tree, rank_tree, reach2[tree.ids]))
-    _improve(backend, tree, tree.ids[marked], marked, rank_old_tree, rank_tree, delta, parent)
+    rank_old_tree, rank_tree, reach2_tree = rank_old[tree.ids], rank[tree.ids], reach2[tree.ids]
+    # a point of V can newly outrank only points whose old rho lies between its old and new rho
+    first_not_above = xp.searchsorted(-fields.rho[fields.order], -rho[moved], side="left")
+    source_bands = density_bands(first_not_above, xp.minimum(rank_old[moved], n_old) - 1, n_old, xp)
+    bits = xp.where(reach2_tree >= 0, band_bits(rank_old_tree, n_old, xp), 0)
+    marked = xp.flatnonzero(backend.mark_newly_outranked(tree, position[moved], source_bands, rank_old_tree, rank_tree, reach2_tree, bits))
+    # ... and is newly denser than a point only if it is in V: the marked points search among V alone
+    is_moved = xp.zeros(n, xp.bool_)
+    is_moved[moved] = True
+    bits = xp.where(is_moved[tree.ids], band_bits(rank_old_tree, n_old, xp), 0)
+    _improve(backend, tree, tree.ids[marked], marked, rank_old_tree, rank_tree, bits, xp.full(marked.shape[0], n_old), n_old, delta, parent)
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
     far2 = xp.float32(fields.delta[old_densest] ** 2) if densest == old_densest else 0.0
     _set_densest(backend, tree, position, densest, delta, parent, new if densest == old_densest else None, far2)
@@ -113,19 +121,45 @@ def deleted(backend, old_tree, tree, fields: Fields, mapping, old_position, posi
     bounded = changed[~is_free[changed]]
     rank_old = xp.empty(n_old, xp.int64)
     rank_old[fields.order] = xp.arange(n_old)
-    rank_tree = rank[tree.ids]
-    _improve(backend, tree, bounded, position[bounded], rank_old[keep][tree.ids], rank_tree, delta, parent)
+    rank_tree, rank_old_tree = rank[tree.ids], rank_old[keep][tree.ids]
+    # a point newly denser than i had, before, an old rho at least i's new one (no rho rose)
+    last_not_below = xp.searchsorted(-fields.rho[fields.order], -rho[bounded], side="right") - 1
+    _improve(backend, tree, bounded, position[bounded], rank_old_tree, rank_tree, band_bits(rank_old_tree, n_old, xp),
+             last_not_below, n_old, delta, parent)  # fmt: skip
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
     _set_densest(backend, tree, position, densest, delta, parent, None, 0.0)
     return Fields(fields.kernel, fields.dc, rho, delta, parent, order, center_rules.ranking_gamma(rho, delta, densest, xp))
 
 
-def _improve(backend, tree, points, positions, rank_old_tree, rank_tree, delta, parent) -> None:
-    """delta and parent of ``points`` (at tree ``positions``) improved by their nearest newly denser point."""
+def _improve(backend, tree, points, positions, rank_old_tree, rank_tree, bits_tree, last_rank_old, n_old, delta, parent) -> None:
+    """delta and parent of ``points`` (at tree ``positions``) improved by their nearest newly denser point, which
+    has an old rank above the point's own and at most ``last_rank_old``; ``bits_tree``: the candidates' bands."""
+    xp = backend.xp
     if points.shape[0]:
-        bound2 = (delta[points] * delta[points]).astype(backend.xp.float32)  # exactly the float32 it came from
-        d2, nearest = backend.nearest_newly_denser(tree, positions, rank_old_tree, rank_tree, bound2, parent[points])
-        delta[points], parent[points] = backend.xp.sqrt(d2.astype(backend.xp.float64)), nearest
+        bound2 = (delta[points] * delta[points]).astype(xp.float32)  # exactly the float32 it came from
+        bands = density_bands(rank_old_tree[positions] + 1, last_rank_old, n_old, xp)
+        d2, nearest = backend.nearest_newly_denser(tree, positions, bands, rank_old_tree, rank_tree, bits_tree, bound2, parent[points])
+        delta[points], parent[points] = xp.sqrt(d2.astype(xp.float64)), nearest
+
+
+BANDS = 64  # density bands of the old ranks, one bit each: old ranks >= n_old (new points) share the last
+
+
+def _band(rank_old, n_old: int, xp):
+    return xp.where(rank_old >= n_old, BANDS - 1, (rank_old * (BANDS - 1)) // max(n_old, 1))
+
+
+def band_bits(rank_old, n_old: int, xp=np):
+    """Each point's band as a one-bit int64 mask."""
+    return (xp.uint64(1) << _band(rank_old, n_old, xp).astype(xp.uint64)).view(xp.int64)
+
+
+def density_bands(lo, hi, n_old: int, xp=np):
+    """Masks of the bands of old ranks lo..hi (0 where lo > hi): a walk skips a node that holds none of them."""
+    full = xp.uint64(2**64 - 1)
+    low, high = _band(lo, n_old, xp).astype(xp.uint64), _band(hi, n_old, xp).astype(xp.uint64)
+    mask = (full << low) & (full >> (xp.uint64(BANDS - 1) - high))
+    return xp.where(lo <= hi, mask, xp.uint64(0)).view(xp.int64)
 
 
 def _reorder(backend, order, moved, rho):

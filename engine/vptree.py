@@ -80,8 +80,9 @@ class NeighbourGraph:
 class VPTree:
     coords: Any  # (d, N) float32, tree order
     ids: Any  # (N,) int64, original index of each tree position
-    vantage: Any  # (2**depth - 1,) int64, original index of each internal node's vantage point
-    split_radius: Any  # (2**depth - 1,) float32, largest distance inside the near half
+    vantage: Any  # (2**depth - 1,) int64, original index of each internal node's vantage point, as built
+    split_radius: Any  # (2**depth - 1,) float32, largest distance inside the near half, as built (queries use the
+    # balls; an insert or delete leaves both as they were, -1 / 0 for a node split from an empty leaf)
     center: Any  # (2**(depth+1) - 1, d) float32, bounding-ball centre of each node
     cover_radius: Any  # (2**(depth+1) - 1,) float32, bounding-ball radius of each node
     min_id: Any  # (2**(depth+1) - 1,) int64, smallest original index in each node

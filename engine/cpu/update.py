@@ -217,7 +217,7 @@ def delete(tree: VPTree, points: np.ndarray, mapping: np.ndarray) -> VPTree:
     min_id = tree.min_id.copy()
     min_id[alive] = next_survivor[tree.min_id[alive]]
     return dataclasses.replace(
-        tree, coords=np.ascontiguousarray(tree.coords[:, keep]), ids=new_ids[keep], vantage=next_survivor[tree.vantage],
+        tree, coords=np.ascontiguousarray(tree.coords[:, keep]), ids=new_ids[keep],
         min_id=min_id, leaf_start=tree.leaf_start - removed[tree.leaf_start], neighbours=None,
     )  # fmt: skip
 
@@ -314,18 +314,18 @@ def rho_at(tree: VPTree, positions: np.ndarray, dc: float, kernel: str) -> np.nd
 
 
 @nb.njit(cache=True)
-def _open_leaves(own, center, radius, depth, slack, reach, node_reach, min_a, limit_a, max_b, limit_b, nodes, levels, out):
-    """The leaves that a walk for all queries of leaf node ``own`` cannot rule out: a node stays open while
-    min_a[k] < limit_a, max_b[k] > limit_b and its ball comes within min(reach, node_reach[k]) of the leaf's ball."""
-    pad = np.float64(radius[own]) * (1 + slack)  # any query of the leaf is within this of the leaf's centre
+def _open_leaves(origin, pad, center, radius, depth, slack, reach, node_reach, node_bands, bands, nodes, levels, out):
+    """The leaves that a walk for queries within ``pad`` of ``origin`` cannot rule out: a node stays open while it
+    holds one of the density ``bands`` (a bit mask, see ``_density_bands``) and its ball comes within
+    min(reach, node_reach[k]) of the queries."""
     n_open = 0
     nodes[0], levels[0], top = 0, 0, 1
     while top > 0:
         top -= 1
         k, level = nodes[top], levels[top]
-        if min_a[k] >= limit_a or max_b[k] <= limit_b:
+        if node_bands[k] & bands == 0:
             continue
-        if ball_distance(center[own], center, radius, k, slack)[0] - pad > min(reach, node_reach[k]):
+        if ball_distance(origin, center, radius, k, slack)[0] - pad > min(reach, node_reach[k]):
             continue
         if level == depth:
             out[n_open] = k - ((1 << depth) - 1)
@@ -337,44 +337,13 @@ def _open_leaves(own, center, radius, depth, slack, reach, node_reach, min_a, li
     return n_open
 
 
-LEAVES_PER_TASK = 16
-
-
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leaves, first, sources, rank_old, rank_new, reach2, node_reach, node_min_old, node_max_new, marked):
+def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leaves, first, sources, bands, rank_old, rank_new, reach2, node_reach, node_bands, marked):
     """marked[t] = True for each position t that a source s newly outranks (rank_old[s] > rank_old[t] and
-    rank_new[s] < rank_new[t]) within t's reach (sq_dist <= reach2[t]). Sources come grouped by leaf:
-    sources[first[g]:first[g + 1]] lie in leaf leaves[g], and each group shares one walk."""
-    first_leaf = (1 << depth) - 1
-    for task in nb.prange((leaves.shape[0] + LEAVES_PER_TASK - 1) // LEAVES_PER_TASK):
-        nodes = np.empty(STACK, np.int64)
-        levels = np.empty(STACK, np.int64)
-        open_leaves = np.empty(1 << depth, np.int64)
-        sq = np.empty(LEAF_SIZE, np.float32)
-        for g in range(task * LEAVES_PER_TASK, min(leaves.shape[0], (task + 1) * LEAVES_PER_TASK)):
-            group = sources[first[g] : first[g + 1]]
-            n_open = _open_leaves(first_leaf + leaves[g], center, radius, depth, slack, np.inf, node_reach, node_min_old,
-                                  rank_old[group].max(), node_max_new, rank_new[group].min(), nodes, levels, open_leaves)  # fmt: skip
-            for p in group:
-                q = coords[:, p].copy()
-                for c in range(n_open):
-                    k = first_leaf + open_leaves[c]
-                    if node_min_old[k] >= rank_old[p] or node_max_new[k] <= rank_new[p]:
-                        continue
-                    if ball_distance(q, center, radius, k, slack)[0] > node_reach[k]:
-                        continue
-                    j = open_leaves[c]
-                    start, end = leaf_start[j], leaf_start[j + 1]
-                    leaf_sq_dists(coords, q, start, end, sq)
-                    for t in range(start, end):
-                        if rank_old[t] < rank_old[p] and rank_new[t] > rank_new[p] and sq[t - start] <= reach2[t]:
-                            marked[t] = True  # racy but every writer writes True
-
-
-@nb.njit(parallel=True, nogil=True, cache=True)
-def _nearest_newly_denser(coords, leaf_start, ids, center, radius, depth, slack, leaves, first, targets, rank_old, rank_new, node_min_new, node_max_old, no_reach, best_d2, best_id):
-    """Improve each target's (best_d2, best_id) with the points newly denser than it (rank_new below its own,
-    rank_old above), in (d2, id) order. Targets come grouped by leaf as in ``_mark_newly_outranked``."""
+    rank_new[s] < rank_new[t]) within t's reach (sq_dist <= reach2[t]). Walks are pruned by distance and by
+    density: ``node_bands[k]`` has bit b set where node k holds a target of old-rank band b, and ``bands[i]`` the
+    bands that source i can newly outrank. Sources come grouped by leaf (sources[first[g]:first[g + 1]] lie in
+    leaf leaves[g]): each group shares one walk, and each source then tests the leaves it left open."""
     first_leaf = (1 << depth) - 1
     for task in nb.prange((leaves.shape[0] + LEAVES_PER_TASK - 1) // LEAVES_PER_TASK):
         nodes = np.empty(STACK, np.int64)
@@ -383,66 +352,107 @@ def _nearest_newly_denser(coords, leaf_start, ids, center, radius, depth, slack,
         sq = np.empty(LEAF_SIZE, np.float32)
         for g in range(task * LEAVES_PER_TASK, min(leaves.shape[0], (task + 1) * LEAVES_PER_TASK)):
             group = np.arange(first[g], first[g + 1])
-            reach = np.sqrt(np.float64(best_d2[group].max()))
-            n_open = _open_leaves(first_leaf + leaves[g], center, radius, depth, slack, reach, no_reach, node_min_new,
-                                  rank_new[targets[group]].max(), node_max_old, rank_old[targets[group]].min(),
+            union = 0
+            for i in group:
+                union |= bands[i]
+            own = first_leaf + leaves[g]
+            pad = np.float64(radius[own]) * (1 + slack)  # every source of the leaf is within this of its centre
+            n_open = _open_leaves(center[own], pad, center, radius, depth, slack, np.inf, node_reach, node_bands, union,
                                   nodes, levels, open_leaves)  # fmt: skip
             for i in group:
-                p = targets[i]
+                p = sources[i]
                 q = coords[:, p].copy()
-                b2, bid = best_d2[i], best_id[i]
                 for c in range(n_open):
                     k = first_leaf + open_leaves[c]
-                    if node_min_new[k] >= rank_new[p] or node_max_old[k] <= rank_old[p]:
+                    if node_bands[k] & bands[i] == 0 or ball_distance(q, center, radius, k, slack)[0] > node_reach[k]:
                         continue
-                    if ball_distance(q, center, radius, k, slack)[0] > np.sqrt(np.float64(b2)):
-                        continue
-                    j = open_leaves[c]
-                    start, end = leaf_start[j], leaf_start[j + 1]
+                    start, end = leaf_start[open_leaves[c]], leaf_start[open_leaves[c] + 1]
                     leaf_sq_dists(coords, q, start, end, sq)
                     for t in range(start, end):
-                        d2 = sq[t - start]
-                        if rank_new[t] < rank_new[p] and rank_old[t] > rank_old[p] and (d2 < b2 or (d2 == b2 and ids[t] < bid)):
-                            b2, bid = d2, ids[t]
-                best_d2[i], best_id[i] = b2, bid
+                        if rank_old[t] < rank_old[p] and rank_new[t] > rank_new[p] and sq[t - start] <= reach2[t]:
+                            marked[t] = True  # racy but every writer writes True
+
+
+LEAVES_PER_TASK = 16
 
 
 def _by_leaf(tree: VPTree, positions: np.ndarray):
-    """(leaves, first, positions sorted): the sorted positions grouped by leaf, group g = [first[g], first[g + 1])."""
-    positions = np.sort(positions)
-    leaf = np.searchsorted(tree.leaf_start, positions, side="right") - 1
+    """(leaves, first, order): the positions' leaves, and where each leaf's group starts in positions[order]."""
+    order = np.argsort(positions, kind="stable")
+    leaf = np.searchsorted(tree.leaf_start, positions[order], side="right") - 1
     leaves, first = np.unique(leaf, return_index=True)
-    return leaves, np.append(first, positions.shape[0]), positions
+    return leaves, np.append(first, positions.shape[0]), order
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _nearest_newly_denser(coords, leaf_start, ids, center, radius, depth, slack, targets, bands, rank_old, rank_new, no_reach, node_bands, best_d2, best_id):
+    """Improve each target's (best_d2, best_id) with the points newly denser than it (rank_new below its own,
+    rank_old above), in (d2, id) order; one walk per target, pruned by its bound and by ``bands`` as in
+    ``_mark_newly_outranked`` (here: the bands of the points that may be newly denser than the target)."""
+    for b in nb.prange((targets.shape[0] + BLOCK - 1) // BLOCK):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
+        open_leaves = np.empty(1 << depth, np.int64)
+        sq = np.empty(LEAF_SIZE, np.float32)
+        for i in range(b * BLOCK, min(targets.shape[0], (b + 1) * BLOCK)):
+            p = targets[i]
+            q = coords[:, p].copy()
+            b2, bid = best_d2[i], best_id[i]
+            n_open = _open_leaves(q, 0.0, center, radius, depth, slack, np.sqrt(np.float64(b2)), no_reach, node_bands,
+                                  bands[i], nodes, levels, open_leaves)  # fmt: skip
+            for c in range(n_open):
+                j = open_leaves[c]
+                start, end = leaf_start[j], leaf_start[j + 1]
+                leaf_sq_dists(coords, q, start, end, sq)
+                for t in range(start, end):
+                    d2 = sq[t - start]
+                    if rank_new[t] < rank_new[p] and rank_old[t] > rank_old[p] and (d2 < b2 or (d2 == b2 and ids[t] < bid)):
+                        b2, bid = d2, ids[t]
+            best_d2[i], best_id[i] = b2, bid
+
+
+@nb.njit(cache=True)
+def _node_bands(bits, leaf_start, depth):
+    """Every node's union (bitwise or) of its points' band bits, leaves first, then bottom-up."""
+    out = np.zeros((2 << depth) - 1, np.int64)
+    first_leaf = (1 << depth) - 1
+    for j in range(1 << depth):
+        for t in range(leaf_start[j], leaf_start[j + 1]):
+            out[first_leaf + j] |= bits[t]
+    for k in range(first_leaf - 1, -1, -1):
+        out[k] = out[2 * k + 1] | out[2 * k + 2]
+    return out
 
 
 def _node_max(values, tree: VPTree):
     return -node_min(-values, tree.leaf_start, tree.depth)
 
 
-def mark_newly_outranked(tree: VPTree, sources, rank_old_tree, rank_new_tree, reach2_tree) -> np.ndarray:
+def mark_newly_outranked(tree: VPTree, sources, source_bands, rank_old_tree, rank_new_tree, reach2_tree, band_bits_tree) -> np.ndarray:
     """Mask of the tree positions t that a source position newly outranks within t's own reach (float32
-    ``reach2_tree``; -1 leaves t out): rank_old[s] > rank_old[t], rank_new[s] < rank_new[t], sq_dist <= reach2[t]."""
+    ``reach2_tree``; -1 leaves t out): rank_old[s] > rank_old[t], rank_new[s] < rank_new[t], sq_dist <= reach2[t].
+    ``band_bits_tree``: each point's density band bit (0 for none); ``source_bands``: the bands each source may
+    newly outrank (``incremental.density_bands``); they only prune."""
     node_reach = _node_max(np.sqrt(np.maximum(reach2_tree, 0).astype(np.float64)), tree)
     node_reach[_node_max(reach2_tree, tree) < 0] = -1.0
+    leaves, first, order = _by_leaf(tree, sources)
     marked = np.zeros(tree.n_points, np.bool_)
-    leaves, first, sources = _by_leaf(tree, sources)
     _mark_newly_outranked(tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, bound_slack(tree.n_dims),
-                          leaves, first, sources, rank_old_tree, rank_new_tree, reach2_tree, node_reach,
-                          node_min(rank_old_tree, tree.leaf_start, tree.depth), _node_max(rank_new_tree, tree), marked)  # fmt: skip
+                          leaves, first, sources[order], source_bands[order], rank_old_tree, rank_new_tree, reach2_tree, node_reach,
+                          _node_bands(band_bits_tree, tree.leaf_start, tree.depth), marked)  # fmt: skip
     return marked
 
 
-def nearest_newly_denser(tree: VPTree, targets, rank_old_tree, rank_new_tree, bound_d2, bound_id):
+def nearest_newly_denser(tree: VPTree, targets, target_bands, rank_old_tree, rank_new_tree, band_bits_tree, bound_d2, bound_id):
     """(d2, id) of each target position's nearest newly denser point (rank_new below the target's, rank_old above)
-    where it comes before the bound (bound_d2, bound_id) in (d2, id) order, else the bound."""
-    order = np.argsort(targets, kind="stable")
-    leaves, first, sorted_targets = _by_leaf(tree, targets)
+    where it comes before the bound (bound_d2, bound_id) in (d2, id) order, else the bound. Bands prune as in
+    ``mark_newly_outranked`` (``target_bands``: those of the points that may be newly denser than each target)."""
+    order = np.argsort(targets)
     best_d2, best_id = bound_d2[order].astype(np.float32), bound_id[order].astype(np.int64)
     no_reach = np.full(tree.n_nodes, np.inf)
     _nearest_newly_denser(tree.coords, tree.leaf_start, tree.ids, tree.center, tree.cover_radius, tree.depth,
-                          bound_slack(tree.n_dims), leaves, first, sorted_targets, rank_old_tree, rank_new_tree,
-                          node_min(rank_new_tree, tree.leaf_start, tree.depth), _node_max(rank_old_tree, tree), no_reach,
-                          best_d2, best_id)  # fmt: skip
+                          bound_slack(tree.n_dims), targets[order], target_bands[order], rank_old_tree, rank_new_tree,
+                          no_reach, _node_bands(band_bits_tree, tree.leaf_start, tree.depth), best_d2, best_id)  # fmt: skip
     out_d2, out_id = np.empty_like(best_d2), np.empty_like(best_id)
     out_d2[order], out_id[order] = best_d2, best_id
     return out_d2, out_id
