@@ -61,7 +61,7 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
         again = xp.concatenate((changed, new))
         rho[again] = backend.rho_at(tree, position[again], fields.dc, fields.kernel)
     moved = xp.concatenate((changed, new))
-    order, rank = _reorder(backend, fields.order, moved, rho)
+    order, order_rho, rank = _reorder(backend, fields.order, fields.order_rho, moved, rho)
 
     delta = xp.concatenate((fields.delta, xp.full(n - n_old, xp.inf)))
     parent = xp.concatenate((fields.parent, xp.full(n - n_old, -1, dtype=xp.int64)))
@@ -77,7 +77,7 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     rank_old[fields.order] = xp.arange(n_old)
     rank_old_tree, rank_tree, reach2_tree = rank_old[tree.ids], rank[tree.ids], reach2[tree.ids]
     # a point of V can newly outrank only points whose old rho lies between its old and new rho
-    first_not_above = xp.searchsorted(-fields.rho[fields.order], -rho[moved], side="left")
+    first_not_above = xp.searchsorted(-fields.order_rho, -rho[moved], side="left")
     source_bands = density_bands(first_not_above, xp.minimum(rank_old[moved], n_old) - 1, n_old, xp)
     bits = xp.where(reach2_tree >= 0, band_bits(rank_old_tree, n_old, xp), 0)
     marked = xp.flatnonzero(backend.mark_newly_outranked(tree, position[moved], source_bands, rank_old_tree, rank_tree, reach2_tree, bits))
@@ -89,7 +89,8 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
     far2 = xp.float32(fields.delta[old_densest] ** 2) if densest == old_densest else 0.0
     _set_densest(backend, tree, position, densest, delta, parent, new if densest == old_densest else None, far2)
-    return Fields(fields.kernel, fields.dc, rho, delta, parent, order, center_rules.ranking_gamma(rho, delta, densest, xp))
+    gamma = center_rules.ranking_gamma(rho, delta, densest, xp)
+    return Fields(fields.kernel, fields.dc, rho, delta, parent, order, gamma, order_rho)
 
 
 def deleted(backend, old_tree, tree, fields: Fields, mapping, old_position, position) -> Fields:
@@ -108,7 +109,7 @@ def deleted(backend, old_tree, tree, fields: Fields, mapping, old_position, posi
     else:
         rho = fields.rho[keep]
         rho[changed] = backend.rho_at(tree, position[changed], fields.dc, fields.kernel)
-    order, rank = _reorder(backend, mapping[fields.order], changed, rho)
+    order, order_rho, rank = _reorder(backend, mapping[fields.order], fields.order_rho, changed, rho)
 
     delta, old_parent = fields.delta[keep], fields.parent[keep]
     parent = xp.where(old_parent >= 0, mapping[xp.maximum(old_parent, 0)], -1)  # a deleted parent leaves -1
@@ -123,12 +124,13 @@ def deleted(backend, old_tree, tree, fields: Fields, mapping, old_position, posi
     rank_old[fields.order] = xp.arange(n_old)
     rank_tree, rank_old_tree = rank[tree.ids], rank_old[keep][tree.ids]
     # a point newly denser than i had, before, an old rho at least i's new one (no rho rose)
-    last_not_below = xp.searchsorted(-fields.rho[fields.order], -rho[bounded], side="right") - 1
+    last_not_below = xp.searchsorted(-fields.order_rho, -rho[bounded], side="right") - 1
     _improve(backend, tree, bounded, position[bounded], rank_old_tree, rank_tree, band_bits(rank_old_tree, n_old, xp),
              last_not_below, n_old, delta, parent)  # fmt: skip
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
     _set_densest(backend, tree, position, densest, delta, parent, None, 0.0)
-    return Fields(fields.kernel, fields.dc, rho, delta, parent, order, center_rules.ranking_gamma(rho, delta, densest, xp))
+    gamma = center_rules.ranking_gamma(rho, delta, densest, xp)
+    return Fields(fields.kernel, fields.dc, rho, delta, parent, order, gamma, order_rho)
 
 
 def _improve(backend, tree, points, positions, rank_old_tree, rank_tree, bits_tree, last_rank_old, n_old, delta, parent) -> None:
@@ -162,14 +164,10 @@ def density_bands(lo, hi, n_old: int, xp=np):
     return xp.where(lo <= hi, mask, xp.uint64(0)).view(xp.int64)
 
 
-def _reorder(backend, order, moved, rho):
-    """(order, rank) after the points ``moved`` changed rho (see ``merge_order``)."""
-    xp = backend.xp
-    moved = moved[xp.lexsort((moved, -rho[moved]))]
-    order = backend.merge_order(order, moved, rho)
-    rank = xp.empty_like(order)
-    rank[order] = xp.arange(order.shape[0])
-    return order, rank
+def _reorder(backend, order, order_rho, moved, rho):
+    """(order, rho in that order, rank) after the points ``moved`` changed rho (see ``merge_order``)."""
+    moved = moved[backend.xp.lexsort((moved, -rho[moved]))]
+    return backend.merge_order(order, order_rho, moved, rho[moved], rho.shape[0])
 
 
 def _search_freely(backend, tree, rank_tree, position, points, delta, parent) -> None:

@@ -48,6 +48,7 @@ class Fields:
     parent: Any
     order: Any  # point indices from densest to sparsest
     gamma: Any  # ranking gamma (see centers.ranking_gamma)
+    order_rho: Any  # rho in that order (what an incremental update merges by)
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,7 @@ class IndexedPoints:
         backend.synchronize()
         _record(timings, "delta", time.perf_counter() - started)
         gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)
-        return Fields(kernel, dc, rho, delta, parent, order, gamma)
+        return Fields(kernel, dc, rho, delta, parent, order, gamma, rho[order])
 
     def neighbours(self, k: int, progress: Progress | None = None, timings: dict | None = None) -> tuple[Any, Any]:
         """(ids, squared distances) of every point's k nearest other points, nearest first, ties by smaller index

@@ -473,31 +473,29 @@ def sq_to(tree: VPTree, p: int, positions: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(nogil=True, cache=True)
-def merge_order(order, moved, key_rho):
-    """The density order after the points ``moved`` changed rho: ``order`` without them (still sorted, since no
-    other rho changed), merged with them sorted; both by (rho descending, index ascending). ``order`` may hold
-    indices >= len(key_rho) or marked -1 for points that are gone: those are skipped."""
-    n = key_rho.shape[0]
+def merge_order(order, order_rho, moved, moved_rho, n):
+    """(order, rho in that order, rank) of n points after the points ``moved`` changed rho: ``order`` without them
+    (still sorted, since no other rho changed) merged with them, sorted by (rho descending, index ascending) as
+    they must come, with their new rho ``moved_rho``. Entries -1 in ``order`` (points that are gone) are skipped.
+    One pass, reading the old order's rho in sequence rather than by index."""
     is_moved = np.zeros(n, np.bool_)
     for i in moved:
         is_moved[i] = True
-    out = np.empty(n, np.int64)
-    a, b, o = 0, 0, 0
-    while o < n:
+    out, out_rho, rank = np.empty(n, np.int64), np.empty(n, order_rho.dtype), np.empty(n, np.int64)
+    a, b = 0, 0
+    for o in range(n):
         while a < order.shape[0] and (order[a] < 0 or is_moved[order[a]]):
             a += 1
         if a < order.shape[0] and (
-            b >= moved.shape[0]
-            or key_rho[order[a]] > key_rho[moved[b]]
-            or (key_rho[order[a]] == key_rho[moved[b]] and order[a] < moved[b])
+            b >= moved.shape[0] or order_rho[a] > moved_rho[b] or (order_rho[a] == moved_rho[b] and order[a] < moved[b])
         ):
-            out[o] = order[a]
+            out[o], out_rho[o] = order[a], order_rho[a]
             a += 1
         else:
-            out[o] = moved[b]
+            out[o], out_rho[o] = moved[b], moved_rho[b]
             b += 1
-        o += 1
-    return out
+        rank[out[o]] = o
+    return out, out_rho, rank
 
 
 def nearest_denser_of(tree: VPTree, rank_tree: np.ndarray, positions: np.ndarray, bound_d2=None, bound_id=None, below=None):
