@@ -79,7 +79,7 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     marked = xp.flatnonzero(backend.mark_newly_outranked(tree, position[moved], rank_old_tree, rank_tree, reach2[tree.ids]))
     _improve(backend, tree, tree.ids[marked], marked, rank_old_tree, rank_tree, delta, parent)
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
-    far2 = xp.float32(fields.delta[old_densest] ** 2) if densest == old_densest else 0.0
+    far2 = np.float32(float(fields.delta[old_densest]) ** 2) if densest == old_densest else 0.0
     _set_densest(backend, tree, position, densest, delta, parent, new if densest == old_densest else None, far2)
     return Fields(fields.kernel, fields.dc, rho, delta, parent, order, center_rules.ranking_gamma(rho, delta, densest, xp))
 
@@ -131,7 +131,8 @@ def _improve(backend, tree, points, positions, rank_old_tree, rank_tree, delta, 
 def _reorder(backend, order, moved, rho):
     """(order, rank) after the points ``moved`` changed rho (see ``merge_order``)."""
     xp = backend.xp
-    moved = moved[xp.lexsort((moved, -rho[moved]))]
+    moved = xp.sort(moved)
+    moved = moved[xp.argsort(-rho[moved], kind="stable")]  # by rho descending, then index (CuPy has no tuple lexsort)
     order = backend.merge_order(order, moved, rho)
     rank = xp.empty_like(order)
     rank[order] = xp.arange(order.shape[0])

@@ -1,0 +1,299 @@
+"""Incremental updates on the GPU (update.cu): the backend primitives that ``engine.incremental`` and
+``IndexedPoints.insert`` / ``delete`` call, with the names and results of the CPU backend's (``cpu/update.py``, whose
+docstring gives the scheme: routing by least ball growth, balls grown on the way, overflowing leaves handled by
+rebuilding the smallest subtree with room or splitting every leaf).
+
+Every step is a batched kernel or a CuPy array operation; the host loops only over the few subtrees rebuilt in a
+batch. The walks of update.cu serve the listed points only (marked by a per-position ``slot``), one warp per leaf.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import cupy as cp
+import numpy as np
+
+from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach, tree_depth
+
+_backend = sys.modules[__package__]  # the gpu package, looked up at call time: the tests poison its _output
+
+_I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
+NO_ID = np.iinfo(np.int64).max
+ROOM = LEAF_SIZE * 3 // 4  # a rebuilt subtree fills its leaves to at most this (as on the CPU)
+_NULL = np.uint64(0)  # a null pointer argument: the kernel skips that output or condition
+
+
+def _module() -> cp.RawModule:
+    return _backend._joined_module("update.cu")
+
+
+def _launch(kernel: str, n_threads: int, *args) -> None:
+    _backend._launch_in(_module(), kernel, n_threads, *args)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the tree
+
+
+@_backend._gpu_memory("inserting points")
+def tree_insert(tree: VPTree, points: cp.ndarray, n_old: int) -> VPTree:
+    """The tree over ``points`` (original order), of which the first ``n_old`` are in ``tree`` and the rest new."""
+    points = _backend._require(points, _F32, 2, "points")
+    n, d = points.shape
+    new_points = points[n_old:]
+    m, depth = n - n_old, tree.depth
+    if m > n_old:  # more new points than old: a fresh tree is better balanced and no slower
+        return _backend.build_vptree(points)
+    center, radius, min_id = tree.center.copy(), tree.cover_radius.copy(), tree.min_id.copy()
+    leaves = _backend._output(m, _I64)
+    _launch("route_points", m, new_points, _I64(m), _I32(d), _I32(depth), center, radius, min_id, leaves)
+    _launch("claim_empty_nodes", m, _I64(m), _I32(depth), _I64(n_old), leaves, tree.min_id, min_id, radius)
+    _launch(
+        "grow_balls", m, new_points, _I64(m), _I32(d), _I32(depth), _I64(n_old), leaves, tree.min_id, min_id, center,
+        radius.view(cp.uint32),
+    )  # fmt: skip
+    by_leaf = cp.argsort(leaves)  # stable: each leaf takes its new points in index order
+    first_new = cp.zeros((1 << depth) + 1, _I64)
+    cp.cumsum(cp.bincount(leaves, minlength=1 << depth), out=first_new[1:])
+    coords, ids = _backend._empty_coords(d, n), _backend._output(n, _I64)
+    _launch(
+        "splice_leaves", 32 << depth, tree.coords, _I64(n_old), _I32(d), _I32(depth), tree.ids, tree.leaf_start,
+        first_new, cp.ascontiguousarray(new_points[by_leaf]), (n_old + by_leaf).astype(_I64), coords, _I64(n), ids,
+    )  # fmt: skip
+    grown = dataclasses.replace(
+        tree, coords=coords, ids=ids, center=center, cover_radius=radius, min_id=min_id, vantage=tree.vantage.copy(),
+        split_radius=tree.split_radius.copy(), leaf_start=tree.leaf_start + first_new, neighbours=None,
+    )  # fmt: skip
+    return _rebuild_overflowing(grown, points)
+
+
+def _rebuild_overflowing(tree: VPTree, points: cp.ndarray) -> VPTree:
+    """For every leaf past LEAF_SIZE, rebuild the smallest subtree above it that its points fill to at most ROOM
+    per leaf; where only the root would do, split every leaf in two first (the tree grows a level)."""
+    while True:
+        start, depth = tree.leaf_start, tree.depth
+        over = cp.flatnonzero(cp.diff(start) > LEAF_SIZE)
+        if over.size == 0:
+            return tree
+        # the run size of every overflowing leaf's ancestor of each height, in one read
+        height = cp.arange(depth + 1, dtype=_I64)
+        first = (over[:, None] >> height) << height
+        sizes = cp.asnumpy(start[first + (1 << height)] - start[first])
+        roots = set()
+        for leaf, size in zip(cp.asnumpy(over).tolist(), sizes, strict=True):
+            up = 0
+            while up < depth and size[up] > ROOM << up:
+                up += 1
+            roots.add((depth - up, leaf >> up))
+        if (0, 0) in roots:
+            tree = split_leaves(tree)
+            continue
+        for level, j in sorted(roots):  # top-down: a subtree inside one rebuilt already fits
+            if not any((level - up, j >> up) in roots for up in range(1, level + 1)):
+                _rebuild_subtree(tree, points, level, j)
+        return tree
+
+
+def split_leaves(tree: VPTree) -> VPTree:
+    """The tree one level deeper: every leaf's run split by distance to its vantage point (the farthest from its
+    first point), the nearer half (rounded up) to the left child; its ball stays as it is."""
+    n, d, depth = tree.n_points, tree.n_dims, tree.depth
+    n_leaves = 1 << depth
+    far, keys = _backend._output(n_leaves, _I64), _backend._output(n, cp.uint64)
+    _launch("split_keys", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.leaf_start, far, keys)
+    order = cp.argsort(keys)  # stable radix sort: each leaf's run by distance, ties in tree order, as on the CPU
+    coords = _backend._empty_coords(d, n)
+    coords[...] = tree.coords[:, order]
+    ids = tree.ids[order]
+    s, e = tree.leaf_start[:-1], tree.leaf_start[1:]
+    mid = s + (e - s + 1) // 2
+    start = cp.empty(2 * n_leaves + 1, _I64)
+    start[0:-1:2], start[1:-1:2], start[-1] = s, mid, n
+    near2 = (keys[order][cp.maximum(mid - 1, 0)] & np.uint64(0xFFFFFFFF)).astype(cp.uint32).view(_F32)
+    vantage = cp.where(far >= 0, tree.ids[cp.maximum(far, 0)], -1)
+    split_radius = cp.where(e > s, cp.sqrt(near2.astype(_F64)), 0).astype(_F32)
+    center, radius = _backend._output((2 * n_leaves, d), _F32), _backend._output(2 * n_leaves, _F32)
+    min_id = _backend._output(2 * n_leaves, _I64)
+    _launch("leaf_balls", 2 * n_leaves, coords, _I64(n), _I32(d), _I64(2 * n_leaves), start, ids, center, radius, min_id)
+    return dataclasses.replace(
+        tree, coords=coords, ids=ids, leaf_start=start, depth=depth + 1,
+        center=cp.concatenate((tree.center, center)), cover_radius=cp.concatenate((tree.cover_radius, radius)),
+        min_id=cp.concatenate((tree.min_id, min_id)), vantage=cp.concatenate((tree.vantage, vantage)),
+        split_radius=cp.concatenate((tree.split_radius, split_radius)),
+    )  # fmt: skip
+
+
+def _rebuild_subtree(tree: VPTree, points: cp.ndarray, level: int, j: int) -> None:
+    """Rebuild node j of ``level`` in place as a fresh VP-tree of its points (the ancestors' balls still hold them)."""
+    height = tree.depth - level
+    first_leaf = j << height
+    s, e = (int(x) for x in cp.asnumpy(tree.leaf_start[[first_leaf, (j + 1) << height]]))
+    members = cp.sort(tree.ids[s:e])  # in index order, so the build's ties by position are ties by index
+    sub = _backend.build_vptree(cp.ascontiguousarray(points[members]), depth=height)
+    tree.coords[:, s:e] = sub.coords
+    tree.ids[s:e] = members[sub.ids]
+    tree.leaf_start[first_leaf : first_leaf + (1 << height) + 1] = s + sub.leaf_start
+    for rel in range(height + 1):
+        into = slice((1 << (level + rel)) - 1 + (j << rel), (1 << (level + rel)) - 1 + ((j + 1) << rel))
+        of = slice((1 << rel) - 1, (2 << rel) - 1)
+        tree.center[into], tree.cover_radius[into] = sub.center[of], sub.cover_radius[of]
+        sub_min = sub.min_id[of]
+        tree.min_id[into] = cp.where(sub_min == NO_ID, NO_ID, members[cp.minimum(sub_min, members.shape[0] - 1)])
+        if rel < height:
+            tree.vantage[into], tree.split_radius[into] = members[sub.vantage[of]], sub.split_radius[of]
+
+
+@_backend._gpu_memory("deleting points")
+def tree_delete(tree: VPTree, points: cp.ndarray, mapping: cp.ndarray) -> VPTree:
+    """The tree without the points whose ``mapping`` (old index -> new index) is -1; ``points`` are the survivors."""
+    n = points.shape[0]
+    if n * 4 < LEAF_SIZE << tree.depth:  # a quarter full: rebuilt to fit
+        return _backend.build_vptree(points, depth=tree_depth(n))
+    new_ids = mapping[tree.ids]
+    keep = cp.flatnonzero(new_ids >= 0)
+    removed = cp.zeros(tree.n_points + 1, _I64)
+    cp.cumsum(new_ids < 0, dtype=_I64, out=removed[1:])
+    # a min_id whose point went becomes the next survivor's index (the survivors before it, as mapping counts them):
+    # a lower bound still, safe for tie tests; past the last survivor, NO_ID
+    survives = (mapping >= 0).astype(_I64)
+    before = cp.cumsum(survives) - survives
+    next_survivor = cp.where(before < n, before, NO_ID)
+    alive = tree.min_id != NO_ID
+    min_id = cp.where(alive, next_survivor[cp.where(alive, tree.min_id, 0)], NO_ID)
+    coords = _backend._empty_coords(tree.n_dims, n)
+    coords[...] = tree.coords[:, keep]
+    return dataclasses.replace(
+        tree, coords=coords, ids=new_ids[keep], vantage=next_survivor[tree.vantage], min_id=min_id,
+        leaf_start=tree.leaf_start - removed[tree.leaf_start], neighbours=None,
+    )  # fmt: skip
+
+
+def positions_of(tree: VPTree) -> cp.ndarray:
+    """The tree position of every original index."""
+    position = cp.empty(tree.n_points, _I64)
+    position[tree.ids] = cp.arange(tree.n_points, dtype=_I64)
+    return position
+
+
+# ---------------------------------------------------------------------------------------------------------
+# queries for a few points
+
+
+def _slots(tree: VPTree, positions: cp.ndarray) -> cp.ndarray:
+    """Per tree position, its index in ``positions`` (distinct tree positions), else -1."""
+    slot = cp.full(tree.n_points, -1, _I32)
+    slot[positions] = cp.arange(positions.shape[0], dtype=_I32)
+    return slot
+
+
+def _counts(tree: VPTree, positions, reach: float, count, node_count, rows) -> None:
+    reach2, lo, hi = reach_rule(reach, tree.n_dims)
+    _launch(
+        "listed_counts", 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
+        tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(lo), _F64(hi), _F64(bound_slack(tree.n_dims)),
+        _slots(tree, positions), count, node_count, rows,
+    )  # fmt: skip
+
+
+@_backend._gpu_memory("counting neighbours")
+def count_near(tree: VPTree, positions: cp.ndarray, reach: float) -> cp.ndarray:
+    """Per tree position, the number of listed positions closer than ``reach`` (the float32 rule of d < dc)."""
+    count = cp.zeros(tree.n_points, cp.uint32)
+    node_count = cp.zeros(tree.n_nodes, cp.uint32)
+    _counts(tree, positions, reach, count, node_count, _NULL)
+    out = _backend._output(tree.n_points, _F64)
+    _backend._launch("add_node_tallies", 32 << tree.depth, tree.leaf_start, _I32(tree.depth), count, node_count, _F64(0.0), out)
+    return out.astype(_I64)
+
+
+@_backend._gpu_memory("computing rho")
+def rho_at(tree: VPTree, positions: cp.ndarray, dc: float, kernel: str) -> cp.ndarray:
+    """rho (as ``rho`` defines it) of the listed tree positions only."""
+    out = _backend._output(positions.shape[0], _F64)
+    if kernel == "gaussian":
+        reach2, _, reach_hi = reach_rule(rho_reach(dc, kernel), tree.n_dims)
+        _backend._launch(
+            "gaussian_rho", 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
+            tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2),
+            _F64(bound_slack(tree.n_dims)), _slots(tree, positions), out,
+        )  # fmt: skip
+    else:
+        _counts(tree, positions, dc, _NULL, _NULL, out)
+    return out
+
+
+def mark_newly_outranked(tree: VPTree, sources, rank_old_tree, rank_new_tree, reach2_tree) -> cp.ndarray:
+    """Mask of the tree positions t that a source position newly outranks within t's own reach (float32
+    ``reach2_tree``; -1 leaves t out): rank_old[s] > rank_old[t], rank_new[s] < rank_new[t], sq_dist <= reach2[t]."""
+    rank_old, rank_new = rank_old_tree.astype(_I32), rank_new_tree.astype(_I32)
+    reach2 = cp.ascontiguousarray(reach2_tree, _F32)
+    # the largest reach of every node: the max of the float bits as int32 (negative floats order below the rest)
+    node_reach2 = _backend._node_max(reach2.view(_I32), tree).view(_F32)
+    marked = cp.zeros(tree.n_points, cp.uint8)
+    _launch(
+        "mark_outranked", 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
+        tree.leaf_start, tree.center, tree.cover_radius, _F64(bound_slack(tree.n_dims)), _slots(tree, sources),
+        rank_old, rank_new, reach2, node_reach2, _backend._node_min(rank_old, tree), _backend._node_max(rank_new, tree),
+        marked,
+    )  # fmt: skip
+    return marked.view(cp.bool_)
+
+
+def _nearest(tree: VPTree, positions, below, above, rank_lo, rank_hi, node_max_hi, bound_d2, bound_id):
+    """(d2, id) per listed position from the nearest_where kernel (see update.cu), starting from the bound."""
+    m = positions.shape[0]
+    best_d2 = cp.array(bound_d2, dtype=_F32) if bound_d2 is not None else cp.full(m, np.inf, _F32)
+    best_id = cp.array(bound_id, dtype=_I64) if bound_id is not None else cp.full(m, NO_ID, _I64)
+    _launch(
+        "nearest_where", 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
+        tree.leaf_start, tree.ids, tree.center, tree.cover_radius, _backend._min_id32(tree),
+        _F64(bound_slack(tree.n_dims)), _slots(tree, positions), below, above, rank_lo, rank_hi,
+        _backend._node_min(rank_lo, tree), node_max_hi, best_d2, best_id,
+    )  # fmt: skip
+    return best_d2, best_id
+
+
+def nearest_newly_denser(tree: VPTree, targets, rank_old_tree, rank_new_tree, bound_d2, bound_id):
+    """(d2, id) of each target position's nearest newly denser point (rank_new below the target's, rank_old above)
+    where it comes before the bound (bound_d2, bound_id) in (d2, id) order, else the bound."""
+    rank_old, rank_new = rank_old_tree.astype(_I32), rank_new_tree.astype(_I32)
+    return _nearest(tree, targets, rank_new[targets], rank_old[targets], rank_new, rank_old,
+                    _backend._node_max(rank_old, tree), bound_d2, bound_id)  # fmt: skip
+
+
+def nearest_denser_of(tree: VPTree, rank_tree, positions, bound_d2=None, bound_id=None, below=None):
+    """(squared distance, original index) of the nearest point ranked under ``below`` (default: the position's own
+    rank) of each listed position, before the bound (bound_d2, bound_id) where one is given (see the CPU's
+    ``search.nearest_denser``)."""
+    rank = rank_tree.astype(_I32)
+    below = rank[positions] if below is None else cp.asarray(below).astype(_I32)
+    return _nearest(tree, positions, below, _NULL, rank, _NULL, _NULL, bound_d2, bound_id)
+
+
+def sq_to(tree: VPTree, p: int, positions: cp.ndarray) -> cp.ndarray:
+    """Squared distances (float32 rule) from tree position p to the listed positions."""
+    positions = cp.ascontiguousarray(positions, _I64)
+    out = _backend._output(positions.shape[0], _F32)
+    _launch("sq_to_positions", positions.shape[0], tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I64(p),
+            positions, _I64(positions.shape[0]), out)  # fmt: skip
+    return out
+
+
+def merge_order(order, moved, key_rho):
+    """The density order after the points ``moved`` (sorted in the new density order) changed rho: ``order``
+    without them and without entries < 0 or >= len(key_rho) (points gone), merged with them; both sorted by
+    (rho descending, index ascending), so each entry's place is its rank in its list plus the other list's entries
+    before it."""
+    n = key_rho.shape[0]
+    is_moved = cp.zeros(n, cp.bool_)
+    is_moved[moved] = True
+    valid = order[(order >= 0) & (order < n)]
+    kept = cp.ascontiguousarray(valid[~is_moved[valid]], _I64)
+    moved = cp.ascontiguousarray(moved, _I64)
+    rho = cp.ascontiguousarray(key_rho, _F64)
+    out = _backend._output(n, _I64)
+    _launch("merge_places", kept.shape[0], kept, _I64(kept.shape[0]), moved, _I64(moved.shape[0]), rho, out)
+    _launch("merge_places", moved.shape[0], moved, _I64(moved.shape[0]), kept, _I64(kept.shape[0]), rho, out)
+    return out
