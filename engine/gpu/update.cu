@@ -124,15 +124,16 @@ extern "C" __global__ void split_keys(const float* __restrict__ coords, i64 n, i
         keys[t] = ((unsigned long long)j << 32) | __float_as_uint(sq_between(coords, n, d, t, vantage));
 }
 
-// ball (centre = float64 mean in tree order, radius) and smallest id of every node of the new last level, one
-// thread per node summing its run in order, as the CPU does, so that both backends grow the same tree
-extern "C" __global__ void leaf_balls(const float* __restrict__ coords, i64 n, int d, i64 n_leaves,
-                                      const i64* __restrict__ leaf_start, const i64* __restrict__ ids,
+// ball (centre = float64 mean in tree order, radius) and smallest id of the listed nodes: node nodes[i] owns tree
+// positions [starts[i], ends[i]); one thread per node sums its run in order, as the CPU's split does
+extern "C" __global__ void node_balls(const float* __restrict__ coords, i64 n, int d, i64 count,
+                                      const i64* __restrict__ starts, const i64* __restrict__ ends,
+                                      const i64* __restrict__ nodes, const i64* __restrict__ ids,
                                       float* __restrict__ center, float* __restrict__ radius, i64* __restrict__ min_id) {
-    const i64 j = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    if (j >= n_leaves) return;
-    const i64 s = leaf_start[j], e = leaf_start[j + 1];
-    float* centre = center + j * d;
+    const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const i64 s = starts[i], e = ends[i], k = nodes[i];
+    float* centre = center + k * d;
     i64 smallest = NO_ID_64;
     for (int c = 0; c < d; ++c) {
         double acc = 0.0;
@@ -144,8 +145,76 @@ extern "C" __global__ void leaf_balls(const float* __restrict__ coords, i64 n, i
         r2 = fmaxf(r2, sq_to_row(coords, n, d, t, centre));
         smallest = min(smallest, ids[t]);
     }
-    radius[j] = (float)sqrt((double)r2);
-    min_id[j] = smallest;
+    radius[k] = (float)sqrt((double)r2);
+    min_id[k] = smallest;
+}
+
+// Subtree rebuilds, all at once: segment r holds the points of one subtree (rows first[r] .. first[r + 1] of the
+// row-major `sub`, in index order), rebuilt with the GPU build's rules (level_keys, split_nodes) as a fresh VP-tree of
+// height[r] levels. Per level, one key per point and one stable radix sort of all segments' keys; the segment's nodes
+// of a level take the key range from node_first[r] (node_first: prefix of 2^height), so segments never mix.
+
+// the segment holding row t: the last r with first[r] <= t
+__device__ __forceinline__ int segment_of(const i64* __restrict__ first, int segments, i64 t) {
+    int lo = 0, hi = segments - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (first[mid] <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+// each segment's first vantage point: the farthest row from its first row, the first of equals (as the build's argmax)
+extern "C" __global__ void farthest_from_first(const float* __restrict__ sub, i64 rows, int d, int segments,
+                                               const i64* __restrict__ first, unsigned long long* __restrict__ best) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= rows) return;
+    const int r = segment_of(first, segments, t);
+    const float d2 = sq_rows(sub + t * d, sub + first[r] * d, d);
+    atomicMax(best + r, ((unsigned long long)__float_as_uint(d2) << 32) | (0xffffffffu - (unsigned)(t - first[r])));
+}
+
+// level_keys for every segment: row t's node (of its segment's run arithmetic) over its squared distance to the
+// node's vantage row; a segment of fewer levels keeps its order (its key is its tree position)
+extern "C" __global__ void segment_keys(const float* __restrict__ sub, i64 rows, int d, int level, int segments,
+                                        const i64* __restrict__ first, const int* __restrict__ height,
+                                        const i64* __restrict__ node_first, const i64* __restrict__ order,
+                                        const i64* __restrict__ vantage, unsigned long long* __restrict__ keys) {
+    const i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (t >= rows) return;
+    const int r = segment_of(first, segments, t);
+    const i64 m = first[r + 1] - first[r], local = t - first[r];
+    if (level >= height[r]) {
+        keys[t] = ((unsigned long long)node_first[r] << 32) | (unsigned long long)local;
+        return;
+    }
+    const i64 j = node_at(m, level, local);
+    const float d2 = sq_rows(sub + order[t] * d, sub + vantage[node_first[r] + j] * d, d);
+    keys[t] = ((unsigned long long)(node_first[r] + j) << 32) | __float_as_uint(d2);
+}
+
+// split_nodes for every segment: node jj of `level` (thread node_first[r] + jj) writes its split radius and vantage
+// id into the tree's node (root_level[r] + level, (root_j[r] << level) + jj), and its children's vantage rows
+extern "C" __global__ void segment_splits(int level, int segments, const i64* __restrict__ first,
+                                          const int* __restrict__ height, const i64* __restrict__ node_first,
+                                          const int* __restrict__ root_level, const i64* __restrict__ root_j,
+                                          const unsigned long long* __restrict__ sorted_keys,
+                                          const i64* __restrict__ order, const i64* __restrict__ members,
+                                          const i64* __restrict__ vantage, i64* __restrict__ next_vantage,
+                                          i64* __restrict__ tree_vantage, float* __restrict__ tree_split_radius) {
+    const i64 g = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+    if (g >= node_first[segments]) return;
+    const int r = segment_of(node_first, segments, g);
+    const i64 jj = g - node_first[r];
+    if (level >= height[r] || jj >= (1LL << level)) return;
+    const i64 m = first[r + 1] - first[r], base = first[r];
+    const i64 end = base + seg_start(m, level, jj + 1), mid = base + seg_start(m, level + 1, 2 * jj + 1);
+    const i64 k = (1LL << (root_level[r] + level)) - 1 + (root_j[r] << level) + jj;
+    tree_split_radius[k] = (float)sqrt((double)__uint_as_float((unsigned)(sorted_keys[mid - 1] & 0xffffffffu)));
+    tree_vantage[k] = members[vantage[node_first[r] + jj]];
+    next_vantage[node_first[r] + 2 * jj] = order[mid - 1];
+    next_vantage[node_first[r] + 2 * jj + 1] = order[end - 1];
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -90,9 +90,9 @@ def _rebuild_overflowing(tree: VPTree, points: cp.ndarray) -> VPTree:
         if (0, 0) in roots:
             tree = split_leaves(tree)
             continue
-        for level, j in sorted(roots):  # top-down: a subtree inside one rebuilt already fits
-            if not any((level - up, j >> up) in roots for up in range(1, level + 1)):
-                _rebuild_subtree(tree, points, level, j)
+        # top-down: a subtree inside one rebuilt already fits
+        _rebuild_subtrees(tree, points, [(level, j) for level, j in sorted(roots)
+                                         if not any((level - up, j >> up) in roots for up in range(1, level + 1))])  # fmt: skip
         return tree
 
 
@@ -116,7 +116,7 @@ def split_leaves(tree: VPTree) -> VPTree:
     split_radius = cp.where(e > s, cp.sqrt(near2.astype(_F64)), 0).astype(_F32)
     center, radius = _backend._output((2 * n_leaves, d), _F32), _backend._output(2 * n_leaves, _F32)
     min_id = _backend._output(2 * n_leaves, _I64)
-    _launch("leaf_balls", 2 * n_leaves, coords, _I64(n), _I32(d), _I64(2 * n_leaves), start, ids, center, radius, min_id)
+    _balls(coords, ids, start[:-1], start[1:], cp.arange(2 * n_leaves, dtype=_I64), center, radius, min_id)
     return dataclasses.replace(
         tree, coords=coords, ids=ids, leaf_start=start, depth=depth + 1,
         center=cp.concatenate((tree.center, center)), cover_radius=cp.concatenate((tree.cover_radius, radius)),
@@ -125,24 +125,65 @@ def split_leaves(tree: VPTree) -> VPTree:
     )  # fmt: skip
 
 
-def _rebuild_subtree(tree: VPTree, points: cp.ndarray, level: int, j: int) -> None:
-    """Rebuild node j of ``level`` in place as a fresh VP-tree of its points (the ancestors' balls still hold them)."""
-    height = tree.depth - level
-    first_leaf = j << height
-    s, e = (int(x) for x in cp.asnumpy(tree.leaf_start[[first_leaf, (j + 1) << height]]))
-    members = cp.sort(tree.ids[s:e])  # in index order, so the build's ties by position are ties by index
-    sub = _backend.build_vptree(cp.ascontiguousarray(points[members]), depth=height)
-    tree.coords[:, s:e] = sub.coords
-    tree.ids[s:e] = members[sub.ids]
-    tree.leaf_start[first_leaf : first_leaf + (1 << height) + 1] = s + sub.leaf_start
-    for rel in range(height + 1):
-        into = slice((1 << (level + rel)) - 1 + (j << rel), (1 << (level + rel)) - 1 + ((j + 1) << rel))
-        of = slice((1 << rel) - 1, (2 << rel) - 1)
-        tree.center[into], tree.cover_radius[into] = sub.center[of], sub.cover_radius[of]
-        sub_min = sub.min_id[of]
-        tree.min_id[into] = cp.where(sub_min == NO_ID, NO_ID, members[cp.minimum(sub_min, members.shape[0] - 1)])
-        if rel < height:
-            tree.vantage[into], tree.split_radius[into] = members[sub.vantage[of]], sub.split_radius[of]
+def _rebuild_subtrees(tree: VPTree, points: cp.ndarray, roots: list[tuple[int, int]]) -> None:
+    """Rebuild the disjoint subtrees at ``roots`` ((level, j) nodes) in place, each as the GPU build would build its
+    points (in index order) at its height, all in one level-synchronous pass (update.cu); the ancestors' balls still
+    hold their points."""
+    depth = tree.depth
+    level = np.array([lv for lv, _ in roots], np.int64)
+    j = np.array([jj for _, jj in roots], np.int64)
+    height = depth - level
+    bounds = cp.asnumpy(tree.leaf_start[cp.asarray(np.concatenate((j << height, (j + 1) << height)))])
+    s, e = bounds[: len(roots)], bounds[len(roots) :]
+    size = e - s
+    first = np.concatenate(([0], np.cumsum(size)))
+    node_first = np.concatenate(([0], np.cumsum(1 << height)))
+    segments, rows, d = len(roots), int(first[-1]), tree.n_dims
+    positions = cp.asarray(np.concatenate([np.arange(a, b) for a, b in zip(s, e, strict=True)]))
+    # each segment's ids in index order: one sort of (segment, id) keys (ids are below 2**31)
+    segment = cp.asarray(np.repeat(np.arange(segments, dtype=np.uint64), size))
+    members = (cp.sort((segment << np.uint64(32)) | tree.ids[positions].astype(cp.uint64)) & np.uint64(0xFFFFFFFF)).astype(_I64)
+    sub = cp.ascontiguousarray(points[members])
+    first_d, node_first_d = cp.asarray(first), cp.asarray(node_first)
+    height_d, level_d, j_d = cp.asarray(height.astype(np.int32)), cp.asarray(level.astype(np.int32)), cp.asarray(j)
+    best = cp.zeros(segments, cp.uint64)
+    _launch("farthest_from_first", rows, sub, _I64(rows), _I32(d), _I32(segments), first_d, best)
+    vantage = cp.empty(int(node_first[-1]), _I64)
+    vantage[node_first_d[:-1]] = first_d[:-1] + (np.uint64(0xFFFFFFFF) - (best & np.uint64(0xFFFFFFFF))).astype(_I64)
+    order = cp.arange(rows, dtype=_I64)
+    keys = _backend._output(rows, cp.uint64)
+    for lv in range(int(height.max())):
+        _launch("segment_keys", rows, sub, _I64(rows), _I32(d), _I32(lv), _I32(segments), first_d, height_d,
+                node_first_d, order, vantage, keys)  # fmt: skip
+        by_key = cp.argsort(keys)
+        order, keys = order[by_key], keys[by_key]
+        next_vantage = cp.empty_like(vantage)
+        _launch("segment_splits", int(node_first[-1]), _I32(lv), _I32(segments), first_d, height_d, node_first_d,
+                level_d, j_d, keys, order, members, vantage, next_vantage, tree.vantage, tree.split_radius)  # fmt: skip
+        vantage = next_vantage
+    tree.coords[:, positions] = sub[order].T
+    tree.ids[positions] = members[order]
+    # the leaves' runs and every node's ball, by the build's arithmetic within each segment
+    leaf_index, leaf_value, node, node_start, node_end = [], [], [], [], []
+    for r in range(segments):
+        h, m = int(height[r]), int(size[r])
+        leaf_index.append((j[r] << h) + np.arange((1 << h) + 1))
+        leaf_value.append(s[r] + ((np.arange((1 << h) + 1) * m) >> h))
+        for rel in range(h + 1):
+            jj = np.arange(1 << rel)
+            node.append((1 << (level[r] + rel)) - 1 + (j[r] << rel) + jj)
+            node_start.append(s[r] + ((jj * m) >> rel))
+            node_end.append(s[r] + (((jj + 1) * m) >> rel))
+    tree.leaf_start[cp.asarray(np.concatenate(leaf_index))] = cp.asarray(np.concatenate(leaf_value))
+    _balls(tree.coords, tree.ids, *(cp.asarray(np.concatenate(a)) for a in (node_start, node_end, node)),
+           tree.center, tree.cover_radius, tree.min_id)  # fmt: skip
+
+
+def _balls(coords, ids, starts, ends, nodes, center, radius, min_id) -> None:
+    """Ball and smallest id of node nodes[i] from the tree positions [starts[i], ends[i]) (update.cu's node_balls)."""
+    d, n = coords.shape
+    _launch("node_balls", nodes.shape[0], coords, _I64(n), _I32(d), _I64(nodes.shape[0]), starts, ends, nodes, ids,
+            center, radius, min_id)  # fmt: skip
 
 
 @_backend._gpu_memory("deleting points")
