@@ -87,7 +87,7 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     bits = xp.where(is_moved[tree.ids], band_bits(rank_old_tree, n_old, xp), 0)
     _improve(backend, tree, tree.ids[marked], marked, rank_old_tree, rank_tree, bits, xp.full(marked.shape[0], n_old), n_old, delta, parent)
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
-    far2 = xp.float32(fields.delta[old_densest] ** 2) if densest == old_densest else 0.0
+    far2 = np.float32(float(fields.delta[old_densest]) ** 2) if densest == old_densest else 0.0
     _set_densest(backend, tree, position, densest, delta, parent, new if densest == old_densest else None, far2)
     gamma = center_rules.ranking_gamma(rho, delta, densest, xp)
     return Fields(fields.kernel, fields.dc, rho, delta, parent, order, gamma, order_rho)
@@ -166,7 +166,9 @@ def density_bands(lo, hi, n_old: int, xp=np):
 
 def _reorder(backend, order, order_rho, moved, rho):
     """(order, rho in that order, rank) after the points ``moved`` changed rho (see ``merge_order``)."""
-    moved = moved[backend.xp.lexsort((moved, -rho[moved]))]
+    xp = backend.xp
+    moved = xp.sort(moved)
+    moved = moved[xp.argsort(-rho[moved], kind="stable")]  # by rho descending, then index (CuPy has no tuple lexsort)
     return backend.merge_order(order, order_rho, moved, rho[moved], rho.shape[0])
 
 

@@ -145,7 +145,12 @@ class IndexedPoints:
         backend, xp = self.backend, self.backend.xp
         with self._lock:
             started = time.perf_counter()
-            on_device = xp.asarray(mapping)
+            if xp is np:
+                on_device = mapping
+            else:  # built on the device from the few deleted indices: no copy of an N-sized array
+                alive_on_device = xp.ones(self.n_points, xp.int64)
+                alive_on_device[xp.asarray(dead)] = 0
+                on_device = xp.where(alive_on_device > 0, xp.cumsum(alive_on_device) - 1, -1)
             points = xp.ascontiguousarray(self.points[on_device >= 0])
             old_tree, old_position = self.index, backend.positions_of(self.index)
             tree = backend.tree_delete(old_tree, points, on_device)

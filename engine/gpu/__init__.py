@@ -32,6 +32,8 @@ TENSOR_TILE_MIN_DIMS = 8
 _TEMPLATES = ["pair_counts<false>", "pair_counts<true>", "delta_leaves<false>", "delta_leaves<true>"]
 _SYNC = os.environ.get("DPSTUDIO_GPU_SYNC") == "1"
 _I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
+NO_ID = np.iinfo(np.int64).max  # min_id of an empty node
+_NO_SLOTS = np.uint64(0)  # a null pointer: gaussian_rho computes every position
 
 
 def check_usable() -> None:
@@ -50,11 +52,22 @@ def device_name() -> str:
     return f"GPU ({props['name'].decode()}, {props['totalGlobalMem'] / 2**30:.0f} GiB)"
 
 
+# no fused multiply-add: the float32 distance rule must round exactly as on the CPU
+_OPTIONS = ("--std=c++17", "--fmad=false")
+
+
 @functools.cache
 def _module() -> cp.RawModule:
     source = (Path(__file__).with_name("vptree.cu")).read_text()
-    # no fused multiply-add: the float32 distance rule must round exactly as on the CPU
-    return cp.RawModule(code=source, options=("--std=c++17", "--fmad=false"), name_expressions=_TEMPLATES)
+    return cp.RawModule(code=source, options=_OPTIONS, name_expressions=_TEMPLATES)
+
+
+@functools.cache
+def _joined_module(name: str, name_expressions: tuple[str, ...] = ()) -> cp.RawModule:
+    """vptree.cu with another source appended (graph.cu, update.cu): their kernels walk the same tree with its helpers."""
+    here = Path(__file__).parent
+    source = (here / "vptree.cu").read_text() + "\n" + (here / name).read_text()
+    return cp.RawModule(code=source, options=_OPTIONS, name_expressions=list(name_expressions))
 
 
 def _tensor_tiles(n_dims: int) -> str:
@@ -62,13 +75,17 @@ def _tensor_tiles(n_dims: int) -> str:
     return "true" if n_dims >= TENSOR_TILE_MIN_DIMS else "false"
 
 
-def _launch(kernel: str, n_threads: int, *args) -> None:
+def _launch_in(module: cp.RawModule, kernel: str, n_threads: int, *args) -> None:
     if n_threads <= 0:
         return
     blocks = (n_threads + _THREADS - 1) // _THREADS
-    _module().get_function(kernel)((blocks,), (_THREADS,), args)
+    module.get_function(kernel)((blocks,), (_THREADS,), args)
     if _SYNC:
         cp.cuda.Device().synchronize()
+
+
+def _launch(kernel: str, n_threads: int, *args) -> None:
+    _launch_in(_module(), kernel, n_threads, *args)
 
 
 def _gpu_memory(action: str):
@@ -129,14 +146,15 @@ def density_order(rho_values: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
 
 
 @_gpu_memory("building the VP-tree")
-def build_vptree(points: cp.ndarray, progress=None) -> VPTree:
+def build_vptree(points: cp.ndarray, progress=None, depth: int | None = None) -> VPTree:
     """Level-synchronous build: per level, one kernel keys every point by (node, distance to the node's vantage
-    point) and one stable radix sort orders all nodes' runs at once. No host loop over nodes."""
+    point) and one stable radix sort orders all nodes' runs at once. No host loop over nodes. ``depth`` levels
+    (default: the fewest with full leaves, ``tree_depth``; more leave some nodes empty, as the CPU build does)."""
     points = _require(points, _F32, 2, "points")
     n, d = points.shape
     if n >= 2**31:
         raise ValueError(f"the GPU backend handles up to 2**31 - 1 points, got {n}")
-    depth = tree_depth(n)
+    depth = tree_depth(n) if depth is None else depth
     order = cp.arange(n, dtype=_I64)
     n_internal = (1 << depth) - 1
     split_radius = cp.zeros(n_internal, _F32)
@@ -162,16 +180,26 @@ def build_vptree(points: cp.ndarray, progress=None) -> VPTree:
     if progress is not None:
         progress(1.0)
     leaf_start = (cp.arange((1 << depth) + 1, dtype=_I64) * n) >> depth
-    return VPTree(coords, order, vantage, split_radius, center, radius_bits.view(_F32), min_id.astype(_I64), depth, leaf_start)
+    # an empty node (only when depth is forced past tree_depth) bounds nothing: NO_ID as on the CPU
+    min_id = cp.where(min_id == 0xFFFFFFFF, NO_ID, min_id.astype(_I64))
+    return VPTree(coords, order, vantage, split_radius, center, radius_bits.view(_F32), min_id, depth, leaf_start)
+
+
+def _empty_coords(d: int, n: int) -> cp.ndarray:
+    """A (d, n) float32 array followed by 32 zero floats: leaf tiles read whole 32-point blocks from a leaf's start,
+    past the last leaf of the last row. Every tree's coords live in one."""
+    return cp.zeros(d * n + 32, _F32)[: d * n].reshape(d, n)
 
 
 def _with_tile_slack(rows: cp.ndarray) -> cp.ndarray:
-    """A C-contiguous copy followed by 32 zero floats: tensor tiles read whole 32-point blocks from a leaf's start,
-    past the last leaf of the last row."""
-    buffer = cp.zeros(rows.size + 32, _F32)
-    out = buffer[: rows.size].reshape(rows.shape)
+    out = _empty_coords(*rows.shape)
     out[...] = rows
     return out
+
+
+def _min_id32(tree: VPTree) -> cp.ndarray:
+    """The nodes' smallest ids as the kernels read them (uint32: ids are below 2**31; NO_ID becomes 0xFFFFFFFF)."""
+    return cp.minimum(tree.min_id, 0xFFFFFFFF).astype(cp.uint32)
 
 
 def _warp_padded(n: int) -> int:
@@ -193,14 +221,21 @@ def _node_centers(coords: cp.ndarray, depth: int) -> cp.ndarray:
     cp.cumsum(coords, axis=1, dtype=_F64, out=prefix[:, 1:])
     start, end = (cp.asarray(a) for a in _node_runs(n, depth))
     sums = prefix[:, end] - prefix[:, start]
-    return cp.ascontiguousarray((sums / (end - start)).T.astype(_F32))
+    # an empty node's centre is 0, as on the CPU
+    return cp.ascontiguousarray((sums / cp.maximum(end - start, 1)).T.astype(_F32))
 
 
-def _node_min(values_tree: cp.ndarray, depth: int) -> cp.ndarray:
+def _node_min(values_tree: cp.ndarray, tree: VPTree) -> cp.ndarray:
+    """Minimum of int32 tree-order values over every node's run; an empty node gets INT32_MAX."""
     values_tree = _require(values_tree, _I32, 1, "values")
-    out = cp.full((2 << depth) - 1, np.iinfo(np.int32).max, _I32)
-    _launch("node_min", _warp_padded(values_tree.shape[0]), values_tree, _I64(values_tree.shape[0]), _I32(depth), out)
+    out = cp.full(tree.n_nodes, np.iinfo(np.int32).max, _I32)
+    _launch("node_min", 32 << tree.depth, values_tree, tree.leaf_start, _I32(tree.depth), out)
     return out
+
+
+def _node_max(values_tree: cp.ndarray, tree: VPTree) -> cp.ndarray:
+    """Maximum likewise (~ reverses the int32 order without overflow); an empty node gets INT32_MIN."""
+    return ~_node_min(~values_tree, tree)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -215,18 +250,19 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
     if kernel == "gaussian":
         reach2, _, reach_hi = reach_rule(gaussian_reach(dc), d)
         _launch(
-            "gaussian_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.center, tree.cover_radius,
-            reach2, _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2), slack, rho_tree,
+            "gaussian_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.leaf_start, tree.center,
+            tree.cover_radius, reach2, _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2), slack, _NO_SLOTS, rho_tree,
         )  # fmt: skip
     else:  # each pair counted once, for both of its points (the counters must start at zero)
         reach2, reach_lo, reach_hi = reach_rule(dc, d)
         count = cp.zeros(n, cp.uint32)
         node_count = cp.zeros((2 << depth) - 1, cp.uint32)
         _launch(
-            f"pair_counts<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.center,
-            tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), slack, count, node_count,
+            f"pair_counts<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth),
+            tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), slack, count,
+            node_count,
         )  # fmt: skip
-        _launch("counts_to_rho", 32 << depth, _I64(n), _I32(depth), count, node_count, rho_tree)
+        _launch("add_node_tallies", 32 << depth, tree.leaf_start, _I32(depth), count, node_count, _F64(-1.0), rho_tree)
     if progress is not None:
         progress(1.0)
     out = cp.empty_like(rho_tree)
@@ -242,8 +278,8 @@ def delta(tree: VPTree, rank: cp.ndarray, progress=None) -> tuple[cp.ndarray, cp
     delta2 = _output(n, _F32)
     parent = _output(n, _I64)
     _launch(
-        f"delta_leaves<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids,
-        rank_tree, tree.center, tree.cover_radius, _node_min(rank_tree, depth), tree.min_id.astype(cp.uint32),
+        f"delta_leaves<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth),
+        tree.leaf_start, tree.ids, rank_tree, tree.center, tree.cover_radius, _node_min(rank_tree, tree), _min_id32(tree),
         _F64(bound_slack(d)), delta2, parent,
     )  # fmt: skip
     densest = int(cp.argmin(rank_tree))  # the one point with nothing denser: delta is its farthest distance
@@ -285,13 +321,15 @@ def halo(tree: VPTree, rho_values: cp.ndarray, labels_: cp.ndarray, dc: float) -
     labels_tree = labels_[tree.ids].astype(_I32)
     rho_tree = cp.ascontiguousarray(rho_values[tree.ids])
     order, rank = density_order(rho_values)
-    node_max_rho = rho_values[order][_node_min(rank[tree.ids].astype(_I32), depth)]
-    smallest, largest = _node_min(labels_tree, depth), -_node_min(-labels_tree, depth)
+    densest_in_node = _node_min(rank[tree.ids].astype(_I32), tree)
+    # an empty node (INT32_MAX) holds nothing: -inf, below every rho
+    node_max_rho = cp.where(densest_in_node < n, rho_values[order][cp.minimum(densest_in_node, n - 1)], -np.inf)
+    smallest, largest = _node_min(labels_tree, tree), _node_max(labels_tree, tree)
     node_label = cp.where(smallest == largest, smallest, -1).astype(_I32)  # -1: the node mixes labels
     dc2, dc_lo, dc_hi = reach_rule(dc, d)
     pair_rho = _output(n, _F64)
     _launch(
-        "border_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), labels_tree, rho_tree,
+        "border_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.leaf_start, labels_tree, rho_tree,
         tree.center, tree.cover_radius, node_label, cp.ascontiguousarray(node_max_rho), dc2,
         _F64(dc_lo), _F64(dc_hi), _F64(bound_slack(d)), pair_rho,
     )  # fmt: skip
@@ -313,3 +351,11 @@ def points_in_polygon(x: cp.ndarray, y: cp.ndarray, polygon: cp.ndarray) -> cp.n
 # the DBSCAN family: kNN, mutual-reachability MST, DBSCAN labels (graph.py, graph.cu)
 
 from .graph import dbscan_labels, knn, mst  # noqa: E402  (graph.py uses the helpers above)
+
+# ---------------------------------------------------------------------------------------------------------
+# incremental updates (update.py, update.cu)
+
+from .update import (  # noqa: E402
+    count_near, mark_newly_outranked, merge_order, nearest_denser_of, nearest_newly_denser, positions_of, rho_at, sq_to,
+    tree_delete, tree_insert,
+)  # fmt: skip

@@ -75,12 +75,12 @@ __device__ __forceinline__ void insert_nearest(Key (&list)[KMAX], int k, Key key
 // stays in registers, larger ones spill a little); a scalar list of k <= 16 fits three (80 registers, no spill)
 template <int KMAX, bool TENSOR>
 __global__ void __launch_bounds__(256, TENSOR || KMAX > 16 ? 2 : 3)
-    knn_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
+    knn_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const i64* __restrict__ ids,
                const float* __restrict__ center, const float* __restrict__ radius, const unsigned* __restrict__ min_id,
                double slack, int k, i64* __restrict__ out_ids, float* __restrict__ out_sq) {
     __shared__ float staged[TENSOR ? 8 : 1][32][STAGE_PITCH];
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
     const int lane = w.lane;
     const float slack_f = float_slack(slack);
     float self[SELF_DIMS];
@@ -97,6 +97,7 @@ __global__ void __launch_bounds__(256, TENSOR || KMAX > 16 ? 2 : 3)
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int mid = child_split(leaf_start, depth, v.node);
         const int level = node_level(v.node);
         bool wanted = (v.lanes >> lane) & 1u;
         if (wanted && (!TENSOR || level < depth)) {
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(256, TENSOR || KMAX > 16 ? 2 : 3)
         const unsigned still = __ballot_sync(FULL_MASK, wanted);
         if (!still) continue;
         if (level < depth) {
-            push_children(stack, top, v, n, still, w.qs);
+            push_children(stack, top, v, mid, still, w.qs);
             continue;
         }
         if (TENSOR) {
@@ -198,11 +199,11 @@ __device__ __forceinline__ void scan_leaf_edges(const float (&self)[SELF_DIMS], 
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-    seed_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
+    seed_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const i64* __restrict__ ids,
                 const float* __restrict__ core, const int* __restrict__ comp, const int* __restrict__ node_comp,
                 Key* comp_best) {
     LeafWarp w;
-    if (!leaf_warp(n, depth, w) || node_comp[w.own] >= 0 || !w.active) return;  // one component: nothing to offer
+    if (!leaf_warp(leaf_start, depth, w) || node_comp[w.own] >= 0 || !w.active) return;  // one component: nothing to offer
     float self[SELF_DIMS];
     own_coords(coords, n, d, w.p, self);
     const int mine = comp[w.p];
@@ -215,14 +216,14 @@ extern "C" __global__ void __launch_bounds__(256)
 
 template <bool TENSOR>
 __global__ void LEAF_KERNEL_BOUNDS
-    boruvka_nearest(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
+    boruvka_nearest(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const i64* __restrict__ ids,
                     const float* __restrict__ core, const int* __restrict__ comp, const float* __restrict__ center,
                     const float* __restrict__ radius, const unsigned* __restrict__ min_id,
                     const float* __restrict__ node_core, const int* __restrict__ node_comp, double slack,
                     Key* comp_best, Key* __restrict__ best_high, unsigned* __restrict__ best_low) {
     __shared__ float staged[TENSOR ? 8 : 1][32][STAGE_PITCH];
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
     const int lane = w.lane;
     const float slack_f = float_slack(slack);
     float self[SELF_DIMS];
@@ -241,6 +242,7 @@ __global__ void LEAF_KERNEL_BOUNDS
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int mid = child_split(leaf_start, depth, v.node);
         bool wanted = ((v.lanes >> lane) & 1u) && node_comp[v.node] != mine;
         if (wanted) {
             const float core_lo = fmaxf(a_core, node_core[v.node]);
@@ -254,7 +256,7 @@ __global__ void LEAF_KERNEL_BOUNDS
         const unsigned still = __ballot_sync(FULL_MASK, wanted);
         if (!still) continue;
         if (node_level(v.node) < depth) {
-            push_children(stack, top, v, n, still, w.qs);
+            push_children(stack, top, v, mid, still, w.qs);
             continue;
         }
         const Key before = high;
@@ -335,12 +337,13 @@ extern "C" __global__ void relabel(i64 n, int* __restrict__ comp, const int* __r
 
 // the component of every node whose points all share one, else -1: a node's run [s, e) is one component when no
 // label change (breaks: inclusive prefix count of positions whose label differs from the previous one) lies in it
-extern "C" __global__ void node_components(i64 n, int depth, const int* __restrict__ comp, const int* __restrict__ breaks,
-                                           int* __restrict__ node_comp) {
+extern "C" __global__ void node_components(const i64* __restrict__ leaf_start, int depth, const int* __restrict__ comp,
+                                           const int* __restrict__ breaks, int* __restrict__ node_comp) {
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= (2 << depth) - 1) return;
     const int level = node_level(k);
-    const i64 j = k - ((1 << level) - 1), s = seg_start(n, level, j), e = seg_start(n, level, j + 1);
+    const i64 j = k - ((1 << level) - 1);
+    const i64 s = leaf_start[j << (depth - level)], e = leaf_start[(j + 1) << (depth - level)];
     node_comp[k] = e > s && breaks[e - 1] == breaks[s] ? comp[s] : -1;
 }
 

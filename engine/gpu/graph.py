@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from pathlib import Path
 
 import cupy as cp
 import numpy as np
@@ -28,21 +27,13 @@ _NO_ID = np.uint32(0xFFFFFFFF)
 
 @functools.cache
 def _module() -> cp.RawModule:
-    here = Path(__file__).parent
-    source = (here / "vptree.cu").read_text() + "\n" + (here / "graph.cu").read_text()
     names = [f"knn_leaves<{width}, {tensor}>" for width in _KNN_WIDTHS for tensor in ("false", "true")]
     names += ["boruvka_nearest<false>", "boruvka_nearest<true>"]
-    # no fused multiply-add: the float32 distance rule must round exactly as on the CPU
-    return cp.RawModule(code=source, options=("--std=c++17", "--fmad=false"), name_expressions=names)
+    return _backend._joined_module("graph.cu", tuple(names))
 
 
 def _launch(kernel: str, n_threads: int, *args) -> None:
-    if n_threads <= 0:
-        return
-    threads = _backend._THREADS
-    _module().get_function(kernel)(((n_threads + threads - 1) // threads,), (threads,), args)
-    if _backend._SYNC:
-        cp.cuda.Device().synchronize()
+    _backend._launch_in(_module(), kernel, n_threads, *args)
 
 
 def _check_rows(array, n: int, what: str) -> None:
@@ -68,7 +59,7 @@ def knn(tree: VPTree, k: int, progress=None) -> tuple[cp.ndarray, cp.ndarray]:
     if k > 0:
         _launch(
             f"knn_leaves<{width}, {_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d),
-            _I32(depth), tree.ids, tree.center, tree.cover_radius, tree.min_id.astype(cp.uint32),
+            _I32(depth), tree.leaf_start, tree.ids, tree.center, tree.cover_radius, _backend._min_id32(tree),
             np.float64(bound_slack(d)), _I32(k), ids, sq_dists,
         )  # fmt: skip
     if progress is not None:
@@ -98,8 +89,8 @@ def mst(tree: VPTree, core_sq: cp.ndarray, neighbours=None, progress=None) -> tu
     if n < 2:
         return out_u, out_v, out_w2
     core_tree = cp.ascontiguousarray(core_sq[tree.ids])
-    node_core = _backend._node_min(core_tree.view(_I32), depth).view(_F32)  # floats >= 0 order as their bits
-    min_id = tree.min_id.astype(cp.uint32)
+    node_core = _backend._node_min(core_tree.view(_I32), tree).view(_F32)  # floats >= 0 order as their bits
+    min_id = _backend._min_id32(tree)
     pos_of = cp.empty(n, _I64)
     pos_of[tree.ids] = cp.arange(n, dtype=_I64)
     slack = np.float64(bound_slack(d))
@@ -114,16 +105,16 @@ def mst(tree: VPTree, core_sq: cp.ndarray, neighbours=None, progress=None) -> tu
         cp.not_equal(comp[1:], comp[:-1], out=changes[1:])
         breaks = cp.cumsum(changes, dtype=_I32)
         node_comp = _backend._output(n_nodes, _I32)
-        _launch("node_components", n_nodes, _I64(n), _I32(depth), comp, breaks, node_comp)
+        _launch("node_components", n_nodes, tree.leaf_start, _I32(depth), comp, breaks, node_comp)
         comp_best = cp.full(n_comp, _NO_EDGE, cp.uint64)
         comp_low = cp.full(n_comp, _NO_ID, cp.uint32)
         _launch(
-            "seed_leaves", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.ids, core_tree, comp,
+            "seed_leaves", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.leaf_start, tree.ids, core_tree, comp,
             node_comp, comp_best,
         )  # fmt: skip
         _launch(
             f"boruvka_nearest<{_backend._tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d),
-            _I32(depth), tree.ids, core_tree, comp, tree.center, tree.cover_radius, min_id, node_core, node_comp,
+            _I32(depth), tree.leaf_start, tree.ids, core_tree, comp, tree.center, tree.cover_radius, min_id, node_core, node_comp,
             slack, comp_best, best_high, best_low,
         )  # fmt: skip
         _launch("component_low", n, _I64(n), comp, best_high, best_low, comp_best, comp_low)

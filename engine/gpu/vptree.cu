@@ -1,16 +1,20 @@
 // dpstudio GPU kernels: the GDPC VP-tree, rho, delta/parent, labels and halo.
 //
-// Layout and semantics are those of dpstudio/engine/vptree.py: coords are (d, n) in tree order, node k owns
-// tree positions [j*n >> level, (j+1)*n >> level). Compiled with --fmad=false so that the float32 distance
-// rule (squared differences summed in dimension order) is bit-identical to the CPU backend.
+// Layout and semantics are those of dpstudio/engine/vptree.py: coords are (d, n) in tree order, node j of `level`
+// owns tree positions [leaf_start[j << (depth - level)], leaf_start[(j + 1) << (depth - level)]): after inserts and
+// deletes leaves hold 0 .. 32 points, so every query kernel reads runs from leaf_start. The build kernels below
+// (level_keys, split_nodes, node_extents) see a fresh tree, whose runs are the arithmetic [j*n >> level, ...).
+// Compiled with --fmad=false so that the float32 distance rule (squared differences summed in dimension order) is
+// bit-identical to the CPU backend.
 
 typedef long long i64;
 #define FULL_MASK 0xffffffffu
 #define STACK 64
 
+// first tree position of node j of `level` in a freshly built tree of n points (build kernels only)
 __device__ __forceinline__ i64 seg_start(i64 n, int level, i64 j) { return (j * n) >> level; }
 
-// node of `level` owning tree position t: the inverse of seg_start
+// node of `level` owning tree position t in a freshly built tree: the inverse of seg_start
 __device__ __forceinline__ i64 node_at(i64 n, int level, i64 t) { return (((t + 1) << level) + n - 1) / n - 1; }
 
 // squared distance between tree position p (of coords) and a row-major point (a node centre)
@@ -67,17 +71,19 @@ struct LeafWarp {
     bool active;
 };
 
-__device__ __forceinline__ bool leaf_warp(i64 n, int depth, LeafWarp& w) {
+// false for the whole warp at once: past the last leaf, or an empty leaf (no queries, so nothing to do)
+__device__ __forceinline__ bool leaf_warp(const i64* __restrict__ leaf_start, int depth, LeafWarp& w) {
     const i64 n_leaves = 1LL << depth;
     w.leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
     w.lane = threadIdx.x & 31;
+    if (w.leaf >= n_leaves) return false;
     w.own = n_leaves - 1 + w.leaf;
-    w.qs = seg_start(n, depth, w.leaf);
-    w.qe = seg_start(n, depth, w.leaf + 1);
+    w.qs = leaf_start[w.leaf];
+    w.qe = leaf_start[w.leaf + 1];
     w.p = w.qs + w.lane;
-    w.active = w.leaf < n_leaves && w.p < w.qe;
+    w.active = w.p < w.qe;
     w.pq = w.active ? w.p : w.qs;
-    return w.leaf < n_leaves;  // false for the whole warp at once
+    return w.qs < w.qe;
 }
 
 // a node on a walk's stack: its breadth-first index, its run of tree positions [start, end) (int: the GPU backend
@@ -89,18 +95,24 @@ struct __align__(16) Visit {
 
 __device__ __forceinline__ int node_level(int node) { return 31 - __clz(node + 1); }
 
-// pushes the two children of internal node v for `lanes`: the one whose run holds tree position `toward` on top,
-// else (and for NO_POSITION) the left one
+// the first tree position of internal node `node`'s right child (for a leaf: a value that is not used). Walks load it
+// as soon as they pop a node, so that the load overlaps the node's ball test.
+__device__ __forceinline__ int child_split(const i64* __restrict__ leaf_start, int depth, int node) {
+    const int level = node_level(node), shift = depth - level - 1;
+    const i64 j = node - ((1 << level) - 1);
+    return (int)leaf_start[shift >= 0 ? (2 * j + 1) << shift : 0];
+}
+
+// pushes the non-empty children of internal node v (the right one from tree position `mid`, child_split) for `lanes`:
+// the one whose run holds tree position `toward` on top, else (and for NO_POSITION) the left one
 #define NO_POSITION (-1)
-__device__ __forceinline__ void push_children(Visit (&stack)[STACK], int& top, const Visit& v, i64 n, unsigned lanes,
+__device__ __forceinline__ void push_children(Visit (&stack)[STACK], int& top, const Visit& v, int mid, unsigned lanes,
                                               i64 toward) {
-    const int level = node_level(v.node), j = v.node - ((1 << level) - 1);
-    const int mid = (int)seg_start(n, level + 1, 2 * (i64)j + 1);
     const Visit left{2 * v.node + 1, v.start, mid, lanes}, right{2 * v.node + 2, mid, v.end, lanes};
     const bool right_first = mid <= toward && toward < v.end;
-    stack[top] = right_first ? left : right;
-    stack[top + 1] = right_first ? right : left;
-    top += 2;
+    const Visit below = right_first ? left : right, above = right_first ? right : left;
+    if (below.end > below.start) stack[top++] = below;
+    if (above.end > above.start) stack[top++] = above;
 }
 
 // a walk tests its own query against thousands of node centres: with the scalar tiles (low d) the first SELF_DIMS
@@ -190,17 +202,14 @@ extern "C" __global__ void node_extents(const float* __restrict__ coords, i64 n,
     }
 }
 
-// minimum of an int value over every node's run (tree-order values), warp-aggregated like node_extents
-extern "C" __global__ void node_min(const int* __restrict__ values, i64 n, int depth, int* __restrict__ out) {
-    i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x;
-    bool active = t < n;
-    int v = active ? values[t] : 0x7fffffff;
-    for (int level = 0; level <= depth; ++level) {
-        i64 k = active ? (1LL << level) - 1 + node_at(n, level, t) : -1 - (i64)(threadIdx.x & 31);
-        unsigned group = __match_any_sync(FULL_MASK, k);
-        int m = __reduce_min_sync(group, v);
-        if (active && (threadIdx.x & 31) == __ffs(group) - 1) atomicMin(out + k, m);
-    }
+// minimum of an int value over every node's run (tree-order values; an empty node keeps the initial INT_MAX):
+// one warp per leaf reduces its points, then lane l lowers the leaf's ancestor of level l
+extern "C" __global__ void node_min(const int* __restrict__ values, const i64* __restrict__ leaf_start, int depth,
+                                    int* __restrict__ out) {
+    LeafWarp w;
+    if (!leaf_warp(leaf_start, depth, w)) return;
+    const int m = __reduce_min_sync(FULL_MASK, w.active ? values[w.p] : 0x7fffffff);
+    if (w.lane <= depth) atomicMin(out + (1LL << w.lane) - 1 + (w.leaf >> (depth - w.lane)), m);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -543,11 +552,11 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
 // its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
 template <bool TENSOR>
 __global__ void LEAF_KERNEL_BOUNDS
-    pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const float* __restrict__ center,
+    pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const float* __restrict__ center,
                 const float* __restrict__ radius, float reach2, double reach_lo, double reach_hi, double slack,
                 unsigned* __restrict__ count, unsigned* __restrict__ node_count) {
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
     const int lane = w.lane;
     // float bounds (every lane tests every node it reaches), so the reach is rounded outwards too
     const float reach_lo_f = __double2float_rd(reach_lo), reach_hi_f = __double2float_ru(reach_hi);
@@ -563,6 +572,7 @@ __global__ void LEAF_KERNEL_BOUNDS
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int mid = child_split(leaf_start, depth, v.node);
         if (v.end <= w.qs) continue;  // before the own leaf
         const bool after = v.start >= w.qe;  // else the node holds the own leaf: split it untested
         const int level = node_level(v.node);
@@ -580,7 +590,7 @@ __global__ void LEAF_KERNEL_BOUNDS
             if (!undecided) continue;
         }
         if (level < depth) {
-            push_children(stack, top, v, n, undecided, NO_POSITION);
+            push_children(stack, top, v, mid, undecided, NO_POSITION);
             continue;
         }
         int column;  // the own leaf's columns are its own rows: only an after leaf takes them
@@ -593,25 +603,30 @@ __global__ void LEAF_KERNEL_BOUNDS
     if (w.active) atomicAdd(count + w.p, (unsigned)total);
 }
 
-// cut-off rho from pair_counts: a point's own count plus the tallies of every node holding it, less itself
-extern "C" __global__ void counts_to_rho(i64 n, int depth, const unsigned* __restrict__ count,
-                                         const unsigned* __restrict__ node_count, double* __restrict__ rho) {
+// a point's own count plus the tallies of every node holding it, plus `offset` (cut-off rho from pair_counts: -1,
+// the point itself; update.cu's count_near: 0)
+extern "C" __global__ void add_node_tallies(const i64* __restrict__ leaf_start, int depth,
+                                            const unsigned* __restrict__ count, const unsigned* __restrict__ node_count,
+                                            double offset, double* __restrict__ out) {
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
     unsigned total = w.active ? count[w.p] : 0u;
     for (i64 k = w.own; k > 0; k = (k - 1) >> 1) total += node_count[k];
     total += node_count[0];
-    if (w.active) rho[w.p] = (double)total - 1.0;
+    if (w.active) out[w.p] = (double)total + offset;
 }
 
 // Gaussian rho sums exp(-d^2 / dc^2) over every pair within reach, so it needs each pair's distance and decides
-// no node as inside; every point sums its own pairs, in tree order as on the CPU
+// no node as inside; every point sums its own pairs, in tree order as on the CPU. With `slot` (update.py's rho_at)
+// only the positions p with slot[p] >= 0 are queries, and rho[slot[p]] gets theirs; without it (nullptr) all are.
 extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n, int d, int depth,
-                                        const float* __restrict__ center, const float* __restrict__ radius,
-                                        float reach2, double reach_hi, double inv_dc2, double slack,
+                                        const i64* __restrict__ leaf_start, const float* __restrict__ center,
+                                        const float* __restrict__ radius, float reach2, double reach_hi,
+                                        double inv_dc2, double slack, const int* __restrict__ slot,
                                         double* __restrict__ rho) {
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
+    if (slot != nullptr) w.active = w.active && slot[w.p] >= 0;
     const int lane = w.lane;
     const float reach_hi_f = __double2float_ru(reach_hi), slack_f = float_slack(slack);
     float self[SELF_DIMS];
@@ -623,6 +638,7 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int mid = child_split(leaf_start, depth, v.node);
         const bool mine = (v.lanes >> lane) & 1u;
         const float lower = ball_bounds_f(sq_to_centre<false>(self, coords, n, d, w.pq, center + (i64)v.node * d),
                                           radius[v.node], slack_f).lower;
@@ -630,7 +646,7 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
         const unsigned undecided = __ballot_sync(FULL_MASK, near);
         if (!undecided) continue;
         if (node_level(v.node) < depth) {
-            push_children(stack, top, v, n, undecided, NO_POSITION);
+            push_children(stack, top, v, mid, undecided, NO_POSITION);
             continue;
         }
         if (near)
@@ -639,7 +655,7 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
                 if (d2 < reach2 && t != w.p) total += exp(-(double)d2 * inv_dc2);
             }
     }
-    if (w.active) rho[w.p] = total;
+    if (w.active) rho[slot != nullptr ? slot[w.p] : w.p] = total;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -652,12 +668,12 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
 
 template <bool TENSOR>
 __global__ void LEAF_KERNEL_BOUNDS
-    delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ ids,
+    delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const i64* __restrict__ ids,
                  const int* __restrict__ rank, const float* __restrict__ center, const float* __restrict__ radius,
                  const int* __restrict__ min_rank, const unsigned* __restrict__ min_id, double slack,
                  float* __restrict__ delta2, i64* __restrict__ parent) {
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
     const int lane = w.lane, group = lane >> 2;
     const i64 own = w.own, qs = w.qs, qe = w.qe;
     const int my_rank = w.active ? rank[w.p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing
@@ -688,6 +704,7 @@ __global__ void LEAF_KERNEL_BOUNDS
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int mid = child_split(leaf_start, depth, v.node);
         const int level = node_level(v.node);
         bool relevant = ((v.lanes >> lane) & 1u) && min_rank[v.node] < my_rank;
         if (!TENSOR || level < depth) {  // with tensor tiles a leaf is scanned without its ball test, as in rho
@@ -706,7 +723,7 @@ __global__ void LEAF_KERNEL_BOUNDS
         }
         // the child holding the query leaf goes on top, elsewhere the left one. Ordering every node's children by
         // distance to the query leaf was measured slower (2M x 4: 45 ms against 26): it costs more than it prunes.
-        push_children(stack, top, v, n, still, qs);
+        push_children(stack, top, v, mid, still, qs);
     }
     if (w.active && my_rank > 0) {
         delta2[w.p] = key_d2(best_key);
@@ -735,14 +752,14 @@ extern "C" __global__ void jump_to_center(i64 n, i64* __restrict__ ancestor, i64
 // halo: for each point, the largest rho among points of another label within dc (warp per leaf, as rho),
 // skipping nodes whose points all share the query's label or hold nothing denser than the best so far
 
-extern "C" __global__ void border_rho(const float* __restrict__ coords, i64 n, int d, int depth,
+extern "C" __global__ void border_rho(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start,
                                       const int* __restrict__ labels, const double* __restrict__ rho,
                                       const float* __restrict__ center, const float* __restrict__ radius,
                                       const int* __restrict__ node_label, const double* __restrict__ node_max_rho,
                                       float dc2, double dc_lo, double dc_hi, double slack,
                                       double* __restrict__ pair_rho) {
     LeafWarp w;
-    if (!leaf_warp(n, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w)) return;
     const i64 own = w.own, p = w.p, pq = w.pq;
     const bool active = w.active;
     const int my_label = labels[pq];
@@ -754,13 +771,14 @@ extern "C" __global__ void border_rho(const float* __restrict__ coords, i64 n, i
     int top = 1;
     while (top > 0) {
         const Visit v = stack[--top];
+        const int mid = child_split(leaf_start, depth, v.node);
         const i64 k = v.node;
         const bool useful = active && node_label[k] != my_label && node_max_rho[k] > best;
         if (!__any_sync(FULL_MASK, useful)) continue;
         Bounds b = ball_bounds(sq_rows(center + own * d, center + k * d, d), radius[k], slack);
         if (b.lower - own_pad >= dc_hi) continue;
         if (node_level(v.node) < depth) {
-            push_children(stack, top, v, n, 0u, NO_POSITION);
+            push_children(stack, top, v, mid, 0u, NO_POSITION);
             continue;
         }
         if (!useful) continue;

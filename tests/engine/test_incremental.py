@@ -1,9 +1,13 @@
-"""Incremental updates against a fresh fit and the brute-force oracle after every insert and delete."""
+"""Incremental updates against a fresh fit and the brute-force oracle after every insert and delete, on each
+backend (the GPU ones only where CuPy finds a GPU), and the GPU against the CPU after the same updates."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
-from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints
+from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints, get_backend
+from dpstudio.engine.backends import BackendUnavailable
 from dpstudio.engine.data import DataError
 from dpstudio.engine.dpc import cluster_changes
 from dpstudio.engine.vptree import LEAF_SIZE
@@ -11,11 +15,42 @@ from dpstudio.engine.vptree import LEAF_SIZE
 from . import oracle
 from .datasets import CASES
 
+try:
+    gpu = get_backend("gpu")
+except BackendUnavailable as reason:
+    gpu, why = None, str(reason)
+else:
+    why = ""
+
 SEQUENCE_CASES = ["blobs", "with_duplicates", "integer_grid", "collinear_ties", "uniform_deep", "high_dim"]
+needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=needs_gpu)])
+def backend(request, monkeypatch):
+    """Each test once per backend; on the GPU every kernel output starts as garbage, so an element a kernel forgets
+    to write fails the comparison."""
+    if request.param == "gpu":
+        import cupy as cp
+
+        def poisoned(shape, dtype):
+            out = cp.empty(shape, dtype)
+            out.view(cp.uint8).fill(0xA5)
+            return out
+
+        monkeypatch.setattr(gpu, "_output", poisoned)
+    return request.param
+
+
+def on_host(tree):
+    """The tree with every array in NumPy (a GPU tree's live on the device)."""
+    arrays = {f.name: getattr(tree, f.name) for f in dataclasses.fields(tree) if f.name not in ("depth", "neighbours")}
+    return dataclasses.replace(tree, **{name: a.get() if hasattr(a, "get") else a for name, a in arrays.items()})
 
 
 def assert_valid_tree(tree, points):
     """Every point once, leaves within LEAF_SIZE, every ball holding its node's points, min_id a lower bound."""
+    tree = on_host(tree)
     assert sorted(tree.ids.tolist()) == list(range(len(points)))
     np.testing.assert_array_equal(tree.coords.T, points[tree.ids])
     assert tree.leaf_start[0] == 0 and tree.leaf_start[-1] == len(points)
@@ -31,8 +66,8 @@ def assert_valid_tree(tree, points):
 
 
 def assert_matches(dp, points, chosen):
-    """dp equals a fresh fit on ``points`` with the same dc, kernel and centers, and the oracle."""
-    fresh = DensityPeaks(dc=dp.dc_, kernel=dp.kernel_, backend="cpu").fit(points).assign(centers=chosen)
+    """dp equals a fresh fit on ``points`` (same backend, dc, kernel and centers), and the oracle."""
+    fresh = DensityPeaks(dc=dp.dc_, kernel=dp.kernel_, backend=dp.indexed_.backend.name).fit(points).assign(centers=chosen)
     sq = oracle.rule_sq_dists(points)
     if dp.kernel_ == "cutoff":
         np.testing.assert_array_equal(dp.rho_, fresh.rho_)
@@ -60,52 +95,80 @@ def exact_pair_distance(points, rng) -> float:
     return float(np.sqrt(np.float64(rng.choice(sq[sq > 0]))))
 
 
-@pytest.mark.parametrize("case", SEQUENCE_CASES)
-@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
-def test_random_inserts_and_deletes_match_a_fresh_fit(case, kernel, rng):
-    points = CASES[case](rng).astype(np.float32)
-    points = points[rng.permutation(len(points))][:900]
-    n_base = int(rng.integers(2, len(points) // 3))
-    dc = exact_pair_distance(points, rng) if kernel == "cutoff" else None
-    dp = DensityPeaks(dc=dc, kernel=kernel, backend="cpu").fit(points[:n_base])
+def random_updates(dp, points, n_base, rng, steps=6):
+    """Random inserts (of the points after n_base, in order) and deletes on a fit of points[:n_base]; yields the
+    points after each step."""
     current, waiting = points[:n_base], points[n_base:]
-    for _ in range(6):
+    for _ in range(steps):
         if waiting.shape[0] and (rng.random() < 0.6 or current.shape[0] < 10):
             m = int(rng.integers(1, min(250, waiting.shape[0]) + 1))
-            new = dp.partial_fit(waiting[:m]).indexed_
+            dp.partial_fit(waiting[:m])
             current, waiting = np.concatenate((current, waiting[:m])), waiting[m:]
         else:
             dead = rng.choice(current.shape[0], int(rng.integers(1, current.shape[0] // 3 + 1)), replace=False)
             mapping = dp.delete(dead)
             assert (mapping[dead] == -1).all() and np.array_equal(mapping[mapping >= 0], np.arange(len(current) - len(dead)))
             current = np.delete(current, dead, axis=0)
-            new = dp.indexed_
-        assert_valid_tree(new.index, current)
+        yield current
+
+
+def sequence_start(case, kernel, rng):
+    points = CASES[case](rng).astype(np.float32)
+    points = points[rng.permutation(len(points))][:900]
+    n_base = int(rng.integers(2, len(points) // 3))
+    dc = exact_pair_distance(points, rng) if kernel == "cutoff" else None
+    return points, n_base, dc
+
+
+@pytest.mark.parametrize("case", SEQUENCE_CASES)
+@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
+def test_random_inserts_and_deletes_match_a_fresh_fit(case, kernel, backend, rng):
+    points, n_base, dc = sequence_start(case, kernel, rng)
+    dp = DensityPeaks(dc=dc, kernel=kernel, backend=backend).fit(points[:n_base])
+    for current in random_updates(dp, points, n_base, rng):
+        assert_valid_tree(dp.indexed_.index, current)
         assert_matches(dp, current, dp._chosen)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(gpu is None, reason=why or "no GPU")
+@pytest.mark.parametrize("case", SEQUENCE_CASES)
+def test_the_gpu_updates_as_the_cpu_does(case):
+    """The same random sequence on both backends: cut-off rho, delta, parent, labels and halo bit-identical."""
+    fits = []
+    for backend in ("cpu", "gpu"):
+        rng = np.random.default_rng(13)
+        points, n_base, dc = sequence_start(case, "cutoff", rng)
+        dp = DensityPeaks(dc=dc, backend=backend).fit(points[:n_base])
+        fits.append([(dp.rho_, dp.delta_, dp.parent_, dp.labels_, dp.halo_) for _ in random_updates(dp, points, n_base, rng)])
+    for cpu_step, gpu_step in zip(*fits, strict=True):
+        for cpu_field, gpu_field in zip(cpu_step, gpu_step, strict=True):
+            np.testing.assert_array_equal(gpu_field, cpu_field)
+
+
 @pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
-def test_every_cached_field_is_updated(kernel, rng):
+def test_every_cached_field_is_updated(kernel, backend, rng):
     points = CASES["blobs"](rng, n=1200).astype(np.float32)
-    indexed = IndexedPoints(points[:800], backend="cpu")
+    indexed = IndexedPoints(points[:800], backend=backend)
     dcs = (0.3, 0.7)
     for dc in dcs:
         indexed.fields(kernel, dc)
     indexed.insert(points[800:])
     indexed.delete(rng.choice(1200, 150, replace=False))
-    fresh = IndexedPoints(indexed.points, backend="cpu")
+    host = indexed.backend.to_numpy
+    fresh = IndexedPoints(host(indexed.points), backend=backend)
     for dc in dcs:
         updated, again = indexed.fields(kernel, dc), fresh.fields(kernel, dc)
-        np.testing.assert_allclose(updated.rho, again.rho, rtol=1e-12)
+        np.testing.assert_allclose(host(updated.rho), host(again.rho), rtol=1e-12)
         if kernel == "cutoff":
-            np.testing.assert_array_equal(updated.parent, again.parent)
-            np.testing.assert_array_equal(updated.order, again.order)
+            np.testing.assert_array_equal(host(updated.parent), host(again.parent))
+            np.testing.assert_array_equal(host(updated.order), host(again.order))
 
 
-def test_a_batch_that_fills_the_tree_and_deleting_down_to_two(rng):
+def test_a_batch_that_fills_the_tree_and_deleting_down_to_two(backend, rng):
     capacity = LEAF_SIZE << 3
     points = rng.normal(size=(capacity + 200, 2)).astype(np.float32)
-    dp = DensityPeaks(dc=0.4, backend="cpu").fit(points[: capacity - 3])
+    dp = DensityPeaks(dc=0.4, backend=backend).fit(points[: capacity - 3])
     assert dp.indexed_.index.depth == 3
     dp.partial_fit(points[capacity - 3 :])  # past the capacity: the leaves split (twice, to make room)
     assert dp.indexed_.index.depth == 5
@@ -120,9 +183,9 @@ def test_a_batch_that_fills_the_tree_and_deleting_down_to_two(rng):
         assert_matches(dp, current, dp._chosen)
 
 
-def test_deleting_the_densest_point_and_a_center(rng):
+def test_deleting_the_densest_point_and_a_center(backend, rng):
     points = CASES["blobs"](rng, n=1500).astype(np.float32)
-    dp = DensityPeaks(backend="cpu").fit(points).assign(n_centers=5)
+    dp = DensityPeaks(backend=backend).fit(points).assign(n_centers=5)
     densest = int(np.lexsort((np.arange(len(points)), -dp.rho_))[0])
     chosen_center = int(dp.centers_[1]) if dp.centers_[1] != densest else int(dp.centers_[2])
     mapping = dp.delete([densest, chosen_center])
@@ -132,18 +195,18 @@ def test_deleting_the_densest_point_and_a_center(rng):
     assert_matches(dp, current, dp._chosen)
 
 
-def test_an_overflowing_leaf_rebuilds_a_subtree_only(rng):
+def test_an_overflowing_leaf_rebuilds_a_subtree_only(backend, rng):
     points = rng.uniform(size=(LEAF_SIZE * 64, 2)).astype(np.float32)
-    indexed = IndexedPoints(points[: LEAF_SIZE * 40], backend="cpu")
+    indexed = IndexedPoints(points[: LEAF_SIZE * 40], backend=backend)
     crowd = np.repeat(points[:1], 3 * LEAF_SIZE, axis=0)  # one spot, far more than a leaf holds
     indexed.insert(crowd)
     assert indexed.index.depth == 6
     assert_valid_tree(indexed.index, np.concatenate((points[: LEAF_SIZE * 40], crowd)))
 
 
-def test_neighbour_products_are_recomputed_after_an_update(rng):
+def test_neighbour_products_are_recomputed_after_an_update(backend, rng):
     points = CASES["blobs"](rng, n=1000).astype(np.float32)
-    indexed = IndexedPoints(points[:700], backend="cpu")
+    indexed = IndexedPoints(points[:700], backend=backend)
     DBSCAN(eps=0.5, min_samples=5).fit(indexed)
     indexed.insert(points[700:])
     indexed.delete(np.arange(0, 1000, 7))
