@@ -12,15 +12,26 @@ from .estimator import IndexedEstimator
 from .indexed import Progress, check_kernel
 
 
+DC_RULES = ("percent", "entropy")
+
+
+def check_dc_rule(dc_rule: str) -> None:
+    if dc_rule not in DC_RULES:
+        raise ValueError(f"dc_rule must be one of {', '.join(DC_RULES)}, got {dc_rule!r}")
+
+
 class DensityPeaks(IndexedEstimator):
     """Density Peaks Clustering with exact rho, delta and parent, on the CPU (Numba) or GPU (CuPy).
 
     Parameters
     ----------
     dc : float or None
-        Cut-off distance. None: chosen by the ``dc_percent`` rule (see ``dpstudio.engine.dc``).
+        Cut-off distance. None: chosen by ``dc_rule``.
     dc_percent : float
-        Average number of neighbours as a percentage of N, used when ``dc`` is None (default 2).
+        Average number of neighbours as a percentage of N, for the percent rule (default 2).
+    dc_rule : {"percent", "entropy"}
+        How dc is chosen when it is None: the percent rule (``dpstudio.engine.dc``) or the sigma of least potential
+        entropy (``dpstudio.engine.entropy``).
     kernel : {"cutoff", "gaussian"}
         cutoff: rho_i = #{j != i : d_ij < dc}. gaussian: rho_i = sum over j != i of exp(-(d_ij / dc)^2), over
         pairs with d_ij < 3 dc; each dropped term is below e^-9 = 1.2e-4, so the truncation error of rho_i is at
@@ -46,9 +57,13 @@ class DensityPeaks(IndexedEstimator):
 
     _FITTED = "_fields"
 
-    def __init__(self, dc: float | None = None, dc_percent: float = 2.0, kernel: str = "cutoff", backend: str = "auto"):
+    def __init__(
+        self, dc: float | None = None, dc_percent: float = 2.0, dc_rule: str = "percent", kernel: str = "cutoff",
+        backend: str = "auto",
+    ):  # fmt: skip
         self.dc = dc
         self.dc_percent = dc_percent
+        self.dc_rule = dc_rule
         self.kernel = kernel
         self.backend = backend
 
@@ -60,8 +75,9 @@ class DensityPeaks(IndexedEstimator):
         backend is used).
         """
         check_kernel(self.kernel)
+        check_dc_rule(self.dc_rule)
         self._index(X, progress)
-        self.set_dc(self.dc, dc_percent=self.dc_percent, kernel=self.kernel, progress=progress)
+        self.set_dc(self.dc, kernel=self.kernel, progress=progress)
         return self
 
     def set_dc(
@@ -70,14 +86,17 @@ class DensityPeaks(IndexedEstimator):
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
         ``centers``: point indices, or a function of this estimator (with its new rho, delta and parent) that
-        returns them; default: the suggested centers for the new dc.
+        returns them; default: the suggested centers for the new dc. With neither dc nor dc_percent, dc comes
+        from the estimator's ``dc_rule``.
 
         The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
         """
         self._require_fit(needs="indexed_")
         kernel = kernel or self.kernel
         check_kernel(kernel)
-        if dc is None:
+        if dc is None and dc_percent is None and self.dc_rule == "entropy":
+            dc = self.indexed_.dc_for_entropy(timings=self.timings_)
+        elif dc is None:
             dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
         self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
         self.dc_, self.kernel_ = self._fields.dc, kernel

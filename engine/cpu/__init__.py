@@ -9,6 +9,7 @@ from .components import dbscan_labels
 from .density import delta, density_order, rho
 from .index import build_vptree
 from .mst import mst
+from .potential import potential_sums
 from .search import knn
 
 name = "cpu"
@@ -39,5 +40,5 @@ def free_memory() -> None:
 
 __all__ = [
     "asarray", "build_vptree", "dbscan_labels", "delta", "density_order", "device_name", "free_memory", "halo",
-    "knn", "labels", "mst", "name", "points_in_polygon", "rho", "synchronize", "to_numpy", "xp",
+    "knn", "labels", "mst", "name", "points_in_polygon", "potential_sums", "rho", "synchronize", "to_numpy", "xp",
 ]  # fmt: skip
