@@ -13,7 +13,8 @@ low by at most 1.2e-4 times the number of points beyond 3 sigma (the Gaussian rh
 The search, on beta = 1 / sigma^2 (``potential_sums`` of the backend: one pass over the pairs per grid):
 
 1. Range: sigma from half the median distance to the nearest other point (below it phi ~ 1 and H ~ log N) to a
-   third of the ``RANGE_QUANTILE`` quantile of pair distances (sampled as the percent rule samples them).
+   third of the ``RANGE_QUANTILE`` quantile of pair distances (sampled as the percent rule samples them), at most
+   ``MAX_OCTAVES`` octaves of beta (the lower end moves up).
 2. Locate: H at beta = b, 1.25 b, 1.5 b, 1.75 b, 2 b, 2.5 b, ... (octaves of 4 linear steps) over that range,
    from the points of ``LOCATE_LEAVES`` leaves spread evenly through the tree (every point when the tree has no
    more leaves than that). This is an estimate; it only chooses where to look.
@@ -38,6 +39,7 @@ from .dc import pair_indices, pair_sq_distances
 from .vptree import VPTree, reach_rule
 
 RANGE_QUANTILE = 0.25
+MAX_OCTAVES = 16  # of beta in the locate grid (a sigma range of 256x): 64 values, what a GPU lane holds
 LOCATE_STEPS, LOCATE_LEAVES = 4, 32
 EXACT_STEPS, MAX_SHIFTS = 8, 4
 DC_PER_SIGMA = 3 / np.sqrt(2)
@@ -65,6 +67,7 @@ def dc_from_entropy(backend, tree: VPTree, points, nearest_sq) -> EntropyDc:
     sq = backend.to_numpy(pair_sq_distances(points, xp.asarray(i), xp.asarray(j), xp))
     sigma_lo = 0.5 * np.sqrt(np.median(nearest.astype(np.float64)))
     sigma_hi = max(np.sqrt(np.quantile(sq.astype(np.float64), RANGE_QUANTILE)) / 3.0, 4.0 * sigma_lo)
+    sigma_lo = max(sigma_lo, sigma_hi * 2.0 ** (-MAX_OCTAVES / 2))
 
     n_leaves = 1 << tree.depth
     sample = np.unique(np.linspace(0, n_leaves - 1, min(n_leaves, LOCATE_LEAVES)).astype(np.int64))
