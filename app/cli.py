@@ -14,6 +14,7 @@ from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, Dens
 from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
+from dpstudio.engine.dpc import DC_RULES
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -65,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     dc = cluster.add_mutually_exclusive_group()
     dc.add_argument("--dc", type=float, help="cut-off distance")
     dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
+    dc.add_argument("--dc-rule", choices=DC_RULES, default="percent",
+                    help="how dc is chosen when --dc is not given: the percent rule (default) or least potential entropy")  # fmt: skip
     cluster.add_argument("--kernel", choices=KERNELS, default="cutoff")
     cluster.add_argument(
         "--centers", default="auto", type=_centers,
@@ -157,9 +160,10 @@ def _cluster(args) -> int:
 
 
 def _density_peaks(args, values, progress):
-    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, kernel=args.kernel, backend=args.backend)
+    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, dc_rule=args.dc_rule, kernel=args.kernel, backend=args.backend)
     dp.fit(values, progress=progress).assign(**args.centers)
-    facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else f"{args.dc_percent:g}% rule",
+    rule = "entropy rule" if args.dc_rule == "entropy" else f"{args.dc_percent:g}% rule"
+    facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else rule,
              "halo_count": int(dp.halo_.sum())}  # fmt: skip
     return dp, facts
 

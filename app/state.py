@@ -147,7 +147,7 @@ class ClusteringSession(param.Parameterized):
         self._choose(n_centers=int(n_clusters))
 
     def suggest(self) -> None:
-        """Centers = the suggested ones (largest drop in gamma), re-suggested at every dc."""
+        """The automatic clustering (the density topography; it does not change with dc)."""
         self._apply(None)
 
     def clear(self) -> None:
@@ -191,7 +191,7 @@ class ClusteringSession(param.Parameterized):
         if self._picks is None if picks is None else picks.same_choice(self._picks):
             self.cancel()
             return  # a re-pick of the same centers: no relabel, no undo step
-        model.assign(centers=model.suggest_centers() if picks is None else _centers_at_dc(picks, model))
+        model.assign() if picks is None else model.assign(centers=_centers_at_dc(picks, model))
         if record:
             self._history = [*self._history[-(UNDO_DEPTH - 1) :], self._picks]
         self._publish(picks, timings={"relabel": model.timings_["relabel"]})

@@ -10,9 +10,14 @@ import pandas as pd
 from . import centers as center_rules
 from .estimator import IndexedEstimator
 from .indexed import Progress, check_kernel
+from .topography import Topography, check_topography, topography
+
+DENSITY_K = 16
+SIGNIFICANCE = 3.0
 
 
 DC_RULES = ("percent", "entropy")
+SUGGESTIONS = ("auto", "gamma")
 
 
 def check_dc_rule(dc_rule: str) -> None:
@@ -36,6 +41,18 @@ class DensityPeaks(IndexedEstimator):
         cutoff: rho_i = #{j != i : d_ij < dc}. gaussian: rho_i = sum over j != i of exp(-(d_ij / dc)^2), over
         pairs with d_ij < 3 dc; each dropped term is below e^-9 = 1.2e-4, so the truncation error of rho_i is at
         most 1.2e-4 times the number of points farther than 3 dc.
+    suggest : {"auto", "gamma"}
+        The clustering that ``fit`` (and ``assign()`` with no choice) gives. auto: the density topography
+        (``dpstudio.engine.topography``, after ADP): peaks of a k-nearest-neighbour density, merged while a peak is
+        not significantly above the saddle to its neighbour; it does not depend on dc. gamma: the top-gamma points
+        up to the largest relative drop (``centers.suggest_count``), labelled along DPC's parent chains.
+    density_k : int
+        auto: neighbours of the density estimate (its error is 1 / sqrt(density_k)).
+    significance : float
+        auto: Z, how many (summed) errors a peak must stand above its saddle to stay a cluster of its own.
+    noise : bool
+        auto: label -1 the points less dense than the highest saddle of their cluster (where it meets another
+        at background level).
     backend : {"auto", "cpu", "gpu"}
         "auto" uses the GPU when CuPy and a CUDA device are usable, else the CPU.
 
@@ -50,7 +67,11 @@ class DensityPeaks(IndexedEstimator):
         rho_j == rho_i and j < i. delta_i is the distance to the nearest denser point and parent_i that point
         (smallest index on a distance tie); the densest point has parent -1 and delta = its largest distance.
         gamma_ = rho * delta with the densest point's delta capped at the others' largest.
-    labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones).
+    labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones). With
+        suggest="auto" and no choice made, labels_ are the topography's clusters (-1: noise, when asked for) and
+        centers_ its cluster peaks, densest first; they follow the kNN density's own parent chains, not parent_.
+    topography_ : the automatic clustering (``topography.Topography``: densities, candidate peaks and the merge
+        map from peaks to clusters), computed on first use.
     index_ : the VP-tree, reused by ``set_dc`` and ``assign``; ``indexed_`` holds it with the cached fields.
     timings_ : seconds per phase of the last computation.
     """
@@ -59,12 +80,17 @@ class DensityPeaks(IndexedEstimator):
 
     def __init__(
         self, dc: float | None = None, dc_percent: float = 2.0, dc_rule: str = "percent", kernel: str = "cutoff",
+        suggest: str = "auto", density_k: int = DENSITY_K, significance: float = SIGNIFICANCE, noise: bool = False,
         backend: str = "auto",
     ):  # fmt: skip
         self.dc = dc
         self.dc_percent = dc_percent
         self.dc_rule = dc_rule
         self.kernel = kernel
+        self.suggest = suggest
+        self.density_k = density_k
+        self.significance = significance
+        self.noise = noise
         self.backend = backend
 
     # fitting ------------------------------------------------------------------------------------------------
@@ -76,6 +102,10 @@ class DensityPeaks(IndexedEstimator):
         """
         check_kernel(self.kernel)
         check_dc_rule(self.dc_rule)
+        if self.suggest not in SUGGESTIONS:
+            raise ValueError(f"suggest must be one of {', '.join(SUGGESTIONS)}, got {self.suggest!r}")
+        check_topography(self.density_k, self.significance)
+        self._topography = None
         self._index(X, progress)
         self.set_dc(self.dc, kernel=self.kernel, progress=progress)
         return self
@@ -109,9 +139,24 @@ class DensityPeaks(IndexedEstimator):
         return self.indexed_.index
 
     # centers and labels -------------------------------------------------------------------------------------
+    @property
+    def topography_(self) -> Topography:
+        """The automatic clustering for (density_k, significance), from the shared index's kNN lists."""
+        self._require_fit(needs="indexed_")
+        if self._topography is None:
+            started = time.perf_counter()
+            k = min(self.density_k, self.n_points_ - 1) if self.n_points_ > 2 else 2
+            ids, sq = (self._backend.to_numpy(a) for a in self.indexed_.neighbours(k, timings=self.timings_))
+            self._topography = topography(ids, sq, self.n_features_in_, self.significance)
+            self.timings_["topography"] = time.perf_counter() - started
+        return self._topography
+
     def suggest_centers(self) -> np.ndarray:
-        """Indices of the suggested centers: the top gammas up to the largest relative drop (see centers.suggest_count)."""
+        """Indices of the suggested centers: suggest="auto", the topography's cluster peaks; "gamma", the top
+        gammas up to the largest relative drop (see centers.suggest_count)."""
         self._require_fit()
+        if self.suggest == "auto":
+            return self.topography_.centers.copy()
         xp = self._backend.xp
         k = center_rules.suggest_count(self._fields.gamma, xp)
         return self._backend.to_numpy(center_rules.by_gamma(xp.arange(self.n_points_), self._fields.gamma, xp)[:k])
@@ -126,11 +171,16 @@ class DensityPeaks(IndexedEstimator):
         * ``rho_min`` and/or ``delta_min``: the decision-graph rectangle rho >= rho_min and delta >= delta_min;
         * ``polygon``: vertices [(rho, delta), ...] of a lasso on the decision graph (even-odd rule);
         * ``n_centers``: the k points of largest gamma;
-        * nothing: ``suggest_centers()``.
+        * nothing: with suggest="auto" the topography's clusters (``topography_``: labels along the kNN density's
+          parent chains, merged peaks sharing a label, -1 for noise when ``noise``); with "gamma",
+          ``suggest_centers()`` on DPC's chains.
 
         Centers chosen by a region or count are ordered by decreasing gamma. The densest point is always a
         center, since every parent chain ends there: if it is not chosen it is appended as the last label.
         """
+        automatic = self.suggest == "auto" and all(v is None for v in (centers, rho_min, delta_min, polygon, n_centers))
+        if automatic:
+            return self._assign_topography()
         chosen = self.choose_centers(centers, rho_min=rho_min, delta_min=delta_min, polygon=polygon, n_centers=n_centers)
         started = time.perf_counter()
         backend, fields = self._backend, self._fields
@@ -140,6 +190,16 @@ class DensityPeaks(IndexedEstimator):
         self._labels = backend.labels(fields.parent, fields.order, backend.asarray(chosen))
         backend.synchronize()
         self.centers_ = chosen
+        self._halo, self._clusters = None, self._labels
+        self.timings_["relabel"] = time.perf_counter() - started
+        return self
+
+    def _assign_topography(self) -> DensityPeaks:
+        result = self.topography_
+        started = time.perf_counter()
+        self._labels = self._backend.asarray(result.labels(noise=self.noise))
+        self._clusters = self._backend.asarray(result.cluster_labels)  # the halo needs every point's cluster
+        self.centers_ = result.centers.copy()
         self._halo = None
         self.timings_["relabel"] = time.perf_counter() - started
         return self
@@ -218,7 +278,7 @@ class DensityPeaks(IndexedEstimator):
         self._require_fit()
         if self._halo is None:
             started = time.perf_counter()
-            self._halo = self._backend.halo(self.index_, self._fields.rho, self._labels, self.dc_)
+            self._halo = self._backend.halo(self.index_, self._fields.rho, self._clusters, self.dc_)
             self._backend.synchronize()
             self.timings_["halo"] = time.perf_counter() - started
         return self._backend.to_numpy(self._halo)
