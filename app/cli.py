@@ -14,7 +14,7 @@ from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, Dens
 from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
-from dpstudio.engine.dpc import DC_RULES
+from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -71,8 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--kernel", choices=KERNELS, default="cutoff")
     cluster.add_argument(
         "--centers", default="auto", type=_centers,
-        help="auto (largest gamma drop) | K (the K largest gamma) | RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
+        help="auto (the density topography) | gamma (largest gamma drop) | K (the K largest gamma) | "
+             "RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
     )  # fmt: skip
+    cluster.add_argument("--significance", type=float, default=SIGNIFICANCE,
+                         help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g})")  # fmt: skip
+    cluster.add_argument("--noise", action="store_true", help="--centers auto: label -1 the points below their cluster's saddle")
     cluster.add_argument("--standardize", action="store_true", help="z-score each column first")
     cluster.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
     cluster.add_argument("--out", metavar="FILE", help="write one row per point to FILE.csv or FILE.parquet (columns: see README)")
@@ -108,11 +112,11 @@ def _ints(text: str) -> list[int]:
 
 
 def _centers(text: str) -> dict:
-    """Parse --centers into keyword arguments for DensityPeaks.assign."""
+    """Parse --centers into keyword arguments for DensityPeaks.assign, or the suggestion to make."""
     text = text.strip()
     try:
-        if text == "auto":
-            return {}
+        if text in ("auto", "gamma"):
+            return {"suggest": text}
         if ":" in text:
             rho_min, delta_min = (float(v) if v.strip() else None for v in text.split(":", 1))
             bounds = [b for b in (rho_min, delta_min) if b is not None]
@@ -124,7 +128,7 @@ def _centers(text: str) -> dict:
         return {"n_centers": int(text)}
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
-            f"expected auto, K, RHO_MIN:DELTA_MIN (finite numbers, at least one given) or i,j,k; got {text!r}"
+            f"expected auto, gamma, K, RHO_MIN:DELTA_MIN (finite numbers, at least one given) or i,j,k; got {text!r}"
         ) from exc
 
 
@@ -154,17 +158,24 @@ def _cluster(args) -> int:
     }
     if args.method == "dpc":
         facts["centers"] = [int(c) for c in points.rows[model.centers_]]
-        del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
+        if not args.noise:
+            del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
     print(json.dumps(facts) if args.json else _summary(facts))
     return 0
 
 
 def _density_peaks(args, values, progress):
-    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, dc_rule=args.dc_rule, kernel=args.kernel, backend=args.backend)
-    dp.fit(values, progress=progress).assign(**args.centers)
+    choice = dict(args.centers)
+    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, dc_rule=args.dc_rule, kernel=args.kernel,
+                      suggest=choice.pop("suggest", "auto"), significance=args.significance, noise=args.noise,
+                      backend=args.backend)  # fmt: skip
+    dp.fit(values, progress=progress)
+    if choice:
+        dp.assign(**choice)
     rule = "entropy rule" if args.dc_rule == "entropy" else f"{args.dc_percent:g}% rule"
+    centers_rule = "chosen" if choice else {"auto": f"density topography, significance {args.significance:g}", "gamma": "largest gamma drop"}[dp.suggest]
     facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else rule,
-             "halo_count": int(dp.halo_.sum())}  # fmt: skip
+             "centers_rule": centers_rule, "halo_count": int(dp.halo_.sum())}  # fmt: skip
     return dp, facts
 
 
@@ -207,7 +218,9 @@ def _summary(facts: dict) -> str:
         lines.append(f"hdbscan   min_cluster_size {facts['min_cluster_size']}, min_samples {facts['min_samples']}, {facts['selection']} selection")
     lines.append(f"clusters  {facts['n_clusters']}: sizes {' '.join(map(str, facts['cluster_sizes']))}")
     if facts["method"] == "dpc":
-        lines += [f"centers   {' '.join(map(str, facts['centers']))}", f"halo      {facts['halo_count']} points"]
+        lines += [f"centers   {' '.join(map(str, facts['centers']))} ({facts['centers_rule']})", f"halo      {facts['halo_count']} points"]
+        if "noise_count" in facts:
+            lines.append(f"noise     {facts['noise_count']} points")
     else:
         core = f" ({facts['core_count']} core points)" if "core_count" in facts else ""
         lines.append(f"noise     {facts['noise_count']} points{core}")

@@ -41,6 +41,26 @@ def test_json_parquet_and_every_center_syntax(tmp_path):
     assert len(pd.read_parquet(out)) == 1920
 
 
+def test_automatic_clusters_noise_the_gamma_rule_and_the_entropy_dc():
+    from dpstudio.engine import DensityPeaks, IndexedPoints
+
+    path = sample_data.path("noisy")
+    auto, noise, gamma, entropy = (
+        json.loads(dpstudio("cluster", path, "--json", *extra).stdout)
+        for extra in ([], ["--noise", "--significance", "2"], ["--centers", "gamma"], ["--dc-rule", "entropy"])
+    )
+    points = pd.read_csv(path).to_numpy(np.float32)
+    expected = DensityPeaks(backend="cpu").fit(points)
+    assert auto["centers_rule"] == "density topography, significance 2.5" and "noise_count" not in auto
+    assert auto["centers"] == expected.centers_.tolist() and auto["n_clusters"] == 4
+    with_noise = DensityPeaks(noise=True, significance=2.0, backend="cpu").fit(points).labels_
+    assert noise["noise_count"] == int((with_noise < 0).sum()) > 0
+    assert gamma["centers_rule"] == "largest gamma drop"
+    assert gamma["centers"][: gamma["n_clusters"]] == DensityPeaks(suggest="gamma", backend="cpu").fit(points).centers_.tolist()
+    assert entropy["dc_rule"] == "entropy rule" and entropy["dc"] == IndexedPoints(points, backend="cpu").dc_for_entropy()
+    assert "not allowed with argument" in dpstudio("cluster", path, "--dc-rule", "entropy", "--dc", "1").stderr
+
+
 def test_dbscan_and_hdbscan_write_what_scikit_learn_finds(tmp_path):
     import sklearn.cluster
 

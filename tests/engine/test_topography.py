@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from dpstudio.engine import DensityPeaks, IndexedPoints
+from dpstudio.engine.dpc import DENSITY_K, SIGNIFICANCE
 from dpstudio.engine.topography import topography
 
 from . import oracle
@@ -93,7 +94,7 @@ def test_matches_the_reference(case, k, significance, rng):
 def test_estimator_default_is_the_topography(rng):
     points = np.vstack([blobs(rng, 1500), rng.uniform(-25, 25, (300, 2))])
     dp = DensityPeaks(backend="cpu").fit(points)
-    result = topography(*dp.indexed_.neighbours(16), 2, 3.0)
+    result = topography(*dp.indexed_.neighbours(DENSITY_K), 2, SIGNIFICANCE)
     np.testing.assert_array_equal(dp.labels_, result.labels())
     np.testing.assert_array_equal(dp.centers_, result.centers)
     np.testing.assert_array_equal(dp.suggest_centers(), result.centers)
