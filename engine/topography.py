@@ -138,24 +138,38 @@ def _parents(ids, sq, rank):
 
 def _saddles(ids: np.ndarray, candidate: np.ndarray, log_density: np.ndarray):
     """(u, v, saddle): for every pair of candidate clusters u < v that touch, the highest min(log rho) over
-    listed pairs joining them, sorted by saddle descending."""
+    listed pairs joining them, sorted by saddle descending (ties by (u, v))."""
+    m = int(candidate.max()) + 1
+    key, level = _border_pairs(ids, candidate, log_density, m)
+    order = np.argsort(key, kind="stable")
+    key, level = key[order], level[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if key.size else np.empty(0, np.int64)
+    highest = np.maximum.reduceat(level, starts) if key.size else level
+    key = key[starts]
+    by_saddle = np.argsort(-highest, kind="stable")
+    return key[by_saddle] // m, key[by_saddle] % m, highest[by_saddle]
+
+
+@nb.njit(cache=True)
+def _border_pairs(ids, candidate, log_density, m):
+    """Every listed pair whose points lie in different candidate clusters u < v, as (u m + v, min log rho)."""
     n, k = ids.shape
-    i = np.repeat(np.arange(n), k)
-    j = ids.reshape(-1)
-    listed = j >= 0
-    i, j = i[listed], j[listed]
-    a, b = candidate[i], candidate[j]
-    between = a != b
-    i, j, a, b = i[between], j[between], a[between], b[between]
-    u, v = np.minimum(a, b), np.maximum(a, b)
-    level = np.minimum(log_density[i], log_density[j])
-    order = np.lexsort((-level, v, u))
-    u, v, level = u[order], v[order], level[order]
-    first = np.ones(u.size, bool)
-    first[1:] = (u[1:] != u[:-1]) | (v[1:] != v[:-1])  # the highest saddle of each pair comes first
-    u, v, level = u[first], v[first], level[first]
-    by_saddle = np.argsort(-level, kind="stable")
-    return u[by_saddle], v[by_saddle], level[by_saddle]
+    count = 0
+    for i in range(n):
+        for c in range(k):
+            j = ids[i, c]
+            count += j >= 0 and candidate[i] != candidate[j]
+    key, level = np.empty(count, np.int64), np.empty(count, np.float64)
+    t = 0
+    for i in range(n):
+        for c in range(k):
+            j = ids[i, c]
+            if j >= 0 and candidate[i] != candidate[j]:
+                a, b = candidate[i], candidate[j]
+                key[t] = min(a, b) * m + max(a, b)
+                level[t] = min(log_density[i], log_density[j])
+                t += 1
+    return key, level
 
 
 @nb.njit(cache=True)
