@@ -143,11 +143,14 @@ class DensityPeaks(IndexedEstimator):
     def topography_(self) -> Topography:
         """The automatic clustering for (density_k, significance), from the shared index's kNN lists."""
         self._require_fit(needs="indexed_")
-        if self._topography is None:
+        check_topography(self.density_k, self.significance)
+        key = (self.density_k, float(self.significance))
+        if self._topography is None or self._topography_key != key:  # set_params may have changed k or Z
             started = time.perf_counter()
             k = min(self.density_k, self.n_points_ - 1) if self.n_points_ > 2 else 2
             ids, sq = (self._backend.to_numpy(a) for a in self.indexed_.neighbours(k, timings=self.timings_))
             self._topography = topography(ids, sq, self.n_features_in_, self.significance)
+            self._topography_key = key
             self.timings_["topography"] = time.perf_counter() - started
         return self._topography
 

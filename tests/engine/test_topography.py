@@ -105,6 +105,8 @@ def test_estimator_default_is_the_topography(rng):
     assert (noisy.labels_ == -1).any() and noisy.halo_.shape == (len(points),)
     dp.assign(n_centers=3)  # a choice on the decision graph labels along parent_ as before
     assert len(dp.centers_) >= 3 and dp.labels_.max() == len(dp.centers_) - 1
+    looser = dp.set_params(significance=1.0).assign()  # a new Z after fit: computed again, not the cached one
+    np.testing.assert_array_equal(looser.labels_, topography(*dp.indexed_.neighbours(DENSITY_K), 2, 1.0).labels())
     gamma = DensityPeaks(suggest="gamma", backend="cpu").fit(dp.indexed_)
     np.testing.assert_array_equal(gamma.labels_, gamma.assign(centers=gamma.suggest_centers()).labels_)
 
