@@ -21,7 +21,7 @@ The search, on beta = 1 / sigma^2 (``potential_sums`` of the backend: one pass o
 3. Exact: H over every point at ``EXACT_STEPS`` beta between the located grid value's two neighbours; while the
    least H sits at an end of that window, the window moves there (at most ``MAX_SHIFTS`` times). A parabola
    through the least H and its two neighbours refines sigma*: the result is the minimum of the exact H within
-   that window, to within a fraction of its step (1.5 % to 6 % in sigma).
+   that window, to within a fraction of its step (steps of 2 % to 4 % in sigma).
 
 Duplicates: m copies of a point keep its phi >= m at every sigma, so as sigma shrinks H falls again toward the
 entropy of the multiplicities (the copies' masses dominate). That end says nothing about scale, so sigma* is the
@@ -57,7 +57,7 @@ class EntropyDc:
 
 def dc_from_entropy(backend, tree: VPTree, points, nearest_sq) -> EntropyDc:
     """The entropy rule's dc for the indexed points; ``nearest_sq``: each point's squared distance to its nearest
-    other point (the backend's kNN for k = 1). Degenerate sets (one point, all identical) get dc = 1."""
+    other point (the backend's kNN for k = 1). If all points are identical, dc = 1 (as the percent rule)."""
     xp, n = backend.xp, tree.n_points
     nearest = backend.to_numpy(nearest_sq).reshape(-1)
     nearest = nearest[np.isfinite(nearest) & (nearest > 0)]

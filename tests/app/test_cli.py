@@ -111,7 +111,7 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["missing.csv"], "file not found"),
         (["{bad}"], "not numeric"),
         (["{good}", "--columns", "q"], "no column named 'q'"),
-        (["{good}", "--centers", "x:y"], "expected auto, K"),
+        (["{good}", "--centers", "x:y"], "expected auto, gamma, K"),
         (["{good}", "--dc", "-2"], "dc must be a finite positive"),
         (["{good}", "--out", "labels.json"], "use a .csv or .parquet"),
         (["{good}", "--dc", "1", "--dc-percent", "2"], "not allowed with argument"),
