@@ -92,7 +92,8 @@ def test_matches_the_reference(case, k, significance, rng):
 
 
 def test_estimator_default_is_the_topography(rng):
-    points = np.vstack([blobs(rng, 1500), rng.uniform(-25, 25, (300, 2))])
+    centers = np.array([[0.0, 0], [12, 0], [0, 12]])  # apart, so clusters (and saddles between them) exist
+    points = np.vstack([centers[rng.integers(0, 3, 1500)] + rng.normal(size=(1500, 2)), rng.uniform(-8, 20, (300, 2))])
     dp = DensityPeaks(backend="cpu").fit(points)
     result = topography(*dp.indexed_.neighbours(DENSITY_K), 2, SIGNIFICANCE)
     np.testing.assert_array_equal(dp.labels_, result.labels())
