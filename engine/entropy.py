@@ -21,7 +21,7 @@ The search, on beta = 1 / sigma^2 (``potential_sums`` of the backend: one pass o
 3. Exact: H over every point at ``EXACT_STEPS`` beta between the located grid value's two neighbours; while the
    least H sits at an end of that window, the window moves there (at most ``MAX_SHIFTS`` times). A parabola
    through the least H and its two neighbours refines sigma*: the result is the minimum of the exact H within
-   that window, to within a fraction of its step (steps of 2 % to 4 % in sigma).
+   that window, to within a fraction of its step (steps of 3 % to 6 % in sigma).
 
 Duplicates: m copies of a point keep its phi >= m at every sigma, so as sigma shrinks H falls again toward the
 entropy of the multiplicities (the copies' masses dominate). That end says nothing about scale, so sigma* is the
@@ -41,7 +41,7 @@ from .vptree import VPTree, reach_rule
 RANGE_QUANTILE = 0.25
 MAX_OCTAVES = 16  # of beta in the locate grid (a sigma range of 256x): 64 values, what a GPU lane holds
 LOCATE_STEPS, LOCATE_LEAVES = 4, 32
-EXACT_STEPS, MAX_SHIFTS = 8, 4
+EXACT_STEPS, MAX_SHIFTS = 5, 4
 DC_PER_SIGMA = 3 / np.sqrt(2)
 
 
