@@ -14,8 +14,6 @@ from .topography import Topography, check_topography, topography
 
 DENSITY_K = 16  # chosen with Z on benchmarks/quality.py
 SIGNIFICANCE = 2.5  # Z, chosen on benchmarks/quality.py (mean ARI flat between 2.5 and 3 at k = 16)
-
-
 DC_RULES = ("percent", "entropy")
 SUGGESTIONS = ("auto", "gamma")
 
@@ -23,6 +21,11 @@ SUGGESTIONS = ("auto", "gamma")
 def check_dc_rule(dc_rule: str) -> None:
     if dc_rule not in DC_RULES:
         raise ValueError(f"dc_rule must be one of {', '.join(DC_RULES)}, got {dc_rule!r}")
+
+
+def check_suggest(suggest: str) -> None:
+    if suggest not in SUGGESTIONS:
+        raise ValueError(f"suggest must be one of {', '.join(SUGGESTIONS)}, got {suggest!r}")
 
 
 class DensityPeaks(IndexedEstimator):
@@ -102,8 +105,7 @@ class DensityPeaks(IndexedEstimator):
         """
         check_kernel(self.kernel)
         check_dc_rule(self.dc_rule)
-        if self.suggest not in SUGGESTIONS:
-            raise ValueError(f"suggest must be one of {', '.join(SUGGESTIONS)}, got {self.suggest!r}")
+        check_suggest(self.suggest)
         check_topography(self.density_k, self.significance)
         self._topography = None
         self._index(X, progress)
@@ -116,8 +118,9 @@ class DensityPeaks(IndexedEstimator):
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
         ``centers``: point indices, or a function of this estimator (with its new rho, delta and parent) that
-        returns them; default: the suggested centers for the new dc. With neither dc nor dc_percent, dc comes
-        from the estimator's ``dc_rule``.
+        returns them; default: the suggested clustering (``assign()``: the automatic clusters, which no dc
+        changes, or the gamma rule's centers at the new dc). With neither dc nor dc_percent, dc comes from the
+        estimator's ``dc_rule``.
 
         The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
         """
@@ -181,6 +184,7 @@ class DensityPeaks(IndexedEstimator):
         Centers chosen by a region or count are ordered by decreasing gamma. The densest point is always a
         center, since every parent chain ends there: if it is not chosen it is appended as the last label.
         """
+        check_suggest(self.suggest)  # set_params may have changed it since fit
         automatic = self.suggest == "auto" and all(v is None for v in (centers, rho_min, delta_min, polygon, n_centers))
         if automatic:
             return self._assign_topography()
