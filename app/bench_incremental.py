@@ -33,7 +33,7 @@ COLUMNS = [
 def _fresh(points, dc, chosen, backend):
     """A fresh fit of the same points with the same dc and centers, and its seconds (index + rho + delta + labels)."""
     started = time.perf_counter()
-    fresh = DensityPeaks(dc=dc, backend=backend).fit(points).assign(centers=chosen)
+    fresh = DensityPeaks(dc=dc, suggest="gamma", backend=backend).fit(points).assign(centers=chosen)
     fresh._backend.synchronize()
     return fresh, time.perf_counter() - started
 
@@ -47,7 +47,7 @@ def bench_row(n: int, d: int, rule: str, backend: str, batch: int, batches: int 
     percent = 2.0 if rule == "2%" else 100.0 * SMALL_DC_MEAN_RHO / n
     dc = IndexedPoints(points, backend=backend).dc_for_percent(percent)
     n_base = n // 10 if batches is None else max(n // 10, n - batches * batch)
-    dp = DensityPeaks(dc=dc, backend=backend).fit(points[:n_base])
+    dp = DensityPeaks(dc=dc, suggest="gamma", backend=backend).fit(points[:n_base])  # centers kept, updated by batch
     starts = list(range(n_base, n, batch))
     checks = set(starts[:: max(1, len(starts) // checkpoints)]) | {starts[-1]}
     inserts, checked, fresh_seconds = [], [], None
@@ -83,7 +83,7 @@ def run_incremental_bench(shapes=None, backend="cpu", batch=1000, batches=None, 
     shapes = shapes or (GPU_SHAPES if engine.name == "gpu" else CPU_SHAPES)
     print(f"dpstudio bench --incremental on {engine.device_name()}: batches of {batch:,} into a base fit of 10% "
           f"(or the last {batches} batches), next to a fresh fit of the same points", flush=True)  # fmt: skip
-    warm = DensityPeaks(dc=0.3, backend=backend).fit(blobs(3000, 2))  # compile the kernels outside the timings
+    warm = DensityPeaks(dc=0.3, suggest="gamma", backend=backend).fit(blobs(3000, 2))  # compile the kernels outside the timings
     warm.partial_fit(blobs(500, 2, seed=1))
     warm.delete(np.arange(0, 3500, 7))
     rows = []

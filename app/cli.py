@@ -14,6 +14,7 @@ from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, Dens
 from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
+from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -74,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     stream.add_argument("--base", type=_base, default="10%", help="the first fit: N rows, or P%% of the rows (default 10%%)")
     _density_options(stream)
     _output_options(stream, "print one JSON object per batch (the base fit first) instead of the table")
-    stream.set_defaults(run=_stream)
+    # the base fit's centers are kept and updated batch by batch; auto would recompute the topography every batch
+    stream.set_defaults(run=_stream, centers=_centers("gamma"))
 
     bench = commands.add_parser("bench", help="time the engine against baselines in the same run and print a table")
     bench.add_argument("--method", choices=("dpc", "dbscan"), default="dpc",
@@ -104,11 +106,17 @@ def _density_options(parser) -> None:
     dc = parser.add_mutually_exclusive_group()
     dc.add_argument("--dc", type=float, help="cut-off distance")
     dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
+    dc.add_argument("--dc-rule", choices=DC_RULES, default="percent",
+                    help="how dc is chosen when --dc is not given: the percent rule (default) or least potential entropy")  # fmt: skip
     parser.add_argument("--kernel", choices=KERNELS, default="cutoff")
     parser.add_argument(
         "--centers", default="auto", type=_centers,
-        help="auto (largest gamma drop) | K (the K largest gamma) | RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
+        help="auto (the density topography) | gamma (largest gamma drop) | K (the K largest gamma) | "
+             "RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
     )  # fmt: skip
+    parser.add_argument("--significance", type=float, default=SIGNIFICANCE,
+                        help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g})")  # fmt: skip
+    parser.add_argument("--noise", action="store_true", help="--centers auto: label -1 the points below their cluster's saddle")
 
 
 def _output_options(parser, json_help: str) -> None:
@@ -148,11 +156,11 @@ def _ints(text: str) -> list[int]:
 
 
 def _centers(text: str) -> dict:
-    """Parse --centers into keyword arguments for DensityPeaks.assign."""
+    """Parse --centers into keyword arguments for DensityPeaks.assign, or the suggestion to make."""
     text = text.strip()
     try:
-        if text == "auto":
-            return {}
+        if text in ("auto", "gamma"):
+            return {"suggest": text}
         if ":" in text:
             rho_min, delta_min = (float(v) if v.strip() else None for v in text.split(":", 1))
             bounds = [b for b in (rho_min, delta_min) if b is not None]
@@ -164,7 +172,7 @@ def _centers(text: str) -> dict:
         return {"n_centers": int(text)}
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
-            f"expected auto, K, RHO_MIN:DELTA_MIN (finite numbers, at least one given) or i,j,k; got {text!r}"
+            f"expected auto, gamma, K, RHO_MIN:DELTA_MIN (finite numbers, at least one given) or i,j,k; got {text!r}"
         ) from exc
 
 
@@ -194,7 +202,8 @@ def _cluster(args) -> int:
     }
     if args.method == "dpc":
         facts["centers"] = [int(c) for c in points.rows[model.centers_]]
-        del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
+        if not args.noise:
+            del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
     print(json.dumps(facts) if args.json else _summary(facts))
     return 0
 
@@ -235,10 +244,17 @@ def _stream_line(row: dict) -> str:
 
 
 def _density_peaks(args, values, progress):
-    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, kernel=args.kernel, backend=args.backend)
-    dp.fit(values, progress=progress).assign(**args.centers)
-    facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else f"{args.dc_percent:g}% rule",
-             "halo_count": int(dp.halo_.sum())}  # fmt: skip
+    choice = dict(args.centers)
+    dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, dc_rule=args.dc_rule, kernel=args.kernel,
+                      suggest=choice.pop("suggest", "auto"), significance=args.significance, noise=args.noise,
+                      backend=args.backend)  # fmt: skip
+    dp.fit(values, progress=progress)
+    if choice:
+        dp.assign(**choice)
+    rule = "entropy rule" if args.dc_rule == "entropy" else f"{args.dc_percent:g}% rule"
+    centers_rule = "chosen" if choice else {"auto": f"density topography, significance {args.significance:g}", "gamma": "largest gamma drop"}[dp.suggest]
+    facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else rule,
+             "centers_rule": centers_rule, "halo_count": int(dp.halo_.sum())}  # fmt: skip
     return dp, facts
 
 
@@ -281,7 +297,9 @@ def _summary(facts: dict) -> str:
         lines.append(f"hdbscan   min_cluster_size {facts['min_cluster_size']}, min_samples {facts['min_samples']}, {facts['selection']} selection")
     lines.append(f"clusters  {facts['n_clusters']}: sizes {' '.join(map(str, facts['cluster_sizes']))}")
     if facts["method"] == "dpc":
-        lines += [f"centers   {' '.join(map(str, facts['centers']))}", f"halo      {facts['halo_count']} points"]
+        lines += [f"centers   {' '.join(map(str, facts['centers']))} ({facts['centers_rule']})", f"halo      {facts['halo_count']} points"]
+        if "noise_count" in facts:
+            lines.append(f"noise     {facts['noise_count']} points")
     else:
         core = f" ({facts['core_count']} core points)" if "core_count" in facts else ""
         lines.append(f"noise     {facts['noise_count']} points{core}")

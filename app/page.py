@@ -81,7 +81,7 @@ class StudioPage:
         self.notice = pn.pane.Alert(alert_type="warning", visible=False, sizing_mode="stretch_width")
         self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={"cut-off": "cutoff", "Gaussian": "gaussian"})
         self.halo = pn.widgets.Checkbox(name="Grey out the halo (cluster borders)")
-        self.suggest = pn.widgets.Button(name="Suggest centers", button_type="primary")
+        self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
         self.n_clusters = pn.widgets.IntInput(name="Number of clusters", value=3, start=1, width=130)
         self.pick = pn.widgets.Button(name="Pick top γ", align="end")
         self.clear = pn.widgets.Button(name="Clear")

@@ -84,13 +84,13 @@ class ClusteringSession(param.Parameterized):
     def __init__(self, **params):
         super().__init__(**params)
         self._model: DensityPeaks | None = None
-        self._picks: Picks | None = None  # None: the suggested centers, re-suggested at every dc
+        self._picks: Picks | None = None  # None: the automatic clusters (which no dc changes)
         self._pending: Picks | None = None
         self._history: list[Picks | None] = []
 
     # loading and parameters ---------------------------------------------------------------------------------
     def load(self, dataset: Dataset, progress=None) -> None:
-        """Show a data set (its index is shared); dc from the current percent rule, suggested centers."""
+        """Show a data set (its index is shared); dc from the current percent rule, the automatic clusters."""
         model = DensityPeaks(dc_percent=self.dc_percent or 2.0, kernel=self.kernel).fit(dataset.indexed, progress=progress)
         x_axis, y_axis = dataset.default_axes()
         self._model, self._history = model, []  # the old data set's centers mean nothing here
@@ -102,7 +102,7 @@ class ClusteringSession(param.Parameterized):
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
                progress=None) -> None:  # fmt: skip
         """New dc (a value, or the percent rule) or kernel, from the cached index. Picked centers are followed
-        there (``follow_picks``), suggested ones re-suggested."""
+        there (``follow_picks``); the automatic clusters stay as they are."""
         model = self._require_data()
         if dc is None and dc_percent is None:  # a kernel change: same dc, and the rule that gave it
             dc, dc_percent = self.dc, self.dc_percent
@@ -147,7 +147,7 @@ class ClusteringSession(param.Parameterized):
         self._choose(n_centers=int(n_clusters))
 
     def suggest(self) -> None:
-        """Centers = the suggested ones (largest drop in gamma), re-suggested at every dc."""
+        """The automatic clustering (the density topography; it does not change with dc)."""
         self._apply(None)
 
     def clear(self) -> None:
@@ -186,12 +186,12 @@ class ClusteringSession(param.Parameterized):
         self._apply(picks)
 
     def _apply(self, picks: Picks | None, record: bool = True) -> None:
-        """Show these picks (None: the suggested centers) at the current dc; the old ones go to the undo history."""
+        """Show these picks (None: the automatic clusters) at the current dc; the old ones go to the undo history."""
         model = self._require_data()
         if self._picks is None if picks is None else picks.same_choice(self._picks):
             self.cancel()
             return  # a re-pick of the same centers: no relabel, no undo step
-        model.assign(centers=model.suggest_centers() if picks is None else _centers_at_dc(picks, model))
+        model.assign() if picks is None else model.assign(centers=_centers_at_dc(picks, model))
         if record:
             self._history = [*self._history[-(UNDO_DEPTH - 1) :], self._picks]
         self._publish(picks, timings={"relabel": model.timings_["relabel"]})

@@ -5,6 +5,14 @@ distances. Up to ``EXACT_PAIRS`` pairs (N <= 1448) every pair is used. Beyond th
 drawn uniformly (seeded, so every run and every backend picks the same dc). The fraction of all pairs closer
 than the estimated dc then has a standard error of sqrt(p (1 - p) / SAMPLE_PAIRS): 0.014 percentage points at
 p = 2 %, so the mean number of neighbours lands within +-2.1 % of its target with 99.7 % probability.
+
+Tied distances. On integer-valued or gridded data the percentile often lands on a distance that a whole shell of
+pairs shares, and ``d < dc`` then drops the entire shell (0.67x the intended neighbour count on one such set).
+So dc is one of two thresholds around that tied distance t: t itself (pairs with d < t count) or the dc
+whose float32 square is the next float32 above t's (``d < dc`` then means ``d <= t``: the shell counts),
+whichever gives the number of (used) pairs closer than dc nearer to ``percent`` % of them; on equal distance,
+t. Without ties the shell is one pair, so dc moves by at most one float32 step. If t is 0 (duplicates fill the
+percentile), dc is the smallest positive distance, which counts the same pairs as the shell rule.
 """
 
 from __future__ import annotations
@@ -35,13 +43,13 @@ def pair_indices(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return i, j + (j >= i)
 
 
-def pair_distances(points, i, j, xp=np):
-    """Float32-rule distances (see dpstudio.engine.vptree) of the pairs (i, j), as float64."""
+def pair_sq_distances(points, i, j, xp=np):
+    """Float32-rule squared distances (see dpstudio.engine.vptree) of the pairs (i, j)."""
     acc = xp.zeros(i.shape[0], xp.float32)
     for c in range(points.shape[1]):
         diff = points[i, c] - points[j, c]
         acc += diff * diff
-    return xp.sqrt(acc.astype(xp.float64))
+    return acc
 
 
 def dc_from_percent(points, percent: float, xp=np, seed: int = 0) -> float:
@@ -50,11 +58,24 @@ def dc_from_percent(points, percent: float, xp=np, seed: int = 0) -> float:
     if not 0 < percent < 100:
         raise ValueError(f"dc_percent must be in (0, 100), got {percent}")
     i, j = pair_indices(points.shape[0], seed)
-    distances = pair_distances(points, xp.asarray(i), xp.asarray(j), xp)
-    k = min(distances.shape[0] - 1, max(0, math.ceil(percent / 100 * distances.shape[0]) - 1))
-    dc = float(xp.partition(distances, k)[k])
-    if dc > 0:
-        return dc
+    sq = pair_sq_distances(points, xp.asarray(i), xp.asarray(j), xp)
+    target = percent / 100 * sq.shape[0]
+    k = min(sq.shape[0] - 1, max(0, math.ceil(target) - 1))
+    tied = np.float32(float(xp.partition(sq, k)[k]))  # a host scalar, exact: float32 -> float -> float32
+    if tied > 0:
+        below, shell = int((sq < tied).sum()), int((sq == tied).sum())
+        if abs(below + shell - target) < abs(below - target):
+            return _dc_above(tied)
+        return float(np.sqrt(np.float64(tied)))
     # duplicates fill the quantile: fall back to the smallest positive distance; all points identical -> any dc
-    positive = distances[distances > 0]
-    return float(positive.min()) if positive.shape[0] else 1.0
+    positive = sq[sq > 0]
+    return float(np.sqrt(float(positive.min()))) if positive.shape[0] else 1.0
+
+
+def _dc_above(tied_sq: np.float32) -> float:
+    """A dc whose float32 square is the next float32 above tied_sq: ``d < dc`` then holds exactly when
+    d^2 <= tied_sq under the float32 rule (``vptree.reach_rule`` squares dc the same way)."""
+    dc = np.sqrt(np.float64(np.nextafter(tied_sq, np.float32(np.inf))))
+    while np.float32(dc * dc) <= tied_sq:  # a sqrt rounded down could square back onto tied_sq
+        dc = np.nextafter(dc, np.inf)
+    return float(dc)

@@ -10,6 +10,22 @@ import pandas as pd
 from . import centers as center_rules
 from .estimator import IndexedEstimator
 from .indexed import Progress, check_kernel
+from .topography import Topography, check_topography, topography
+
+DENSITY_K = 16  # chosen with Z on benchmarks/quality.py
+SIGNIFICANCE = 2.5  # Z, chosen on benchmarks/quality.py (mean ARI flat between 2.5 and 3 at k = 16)
+DC_RULES = ("percent", "entropy")
+SUGGESTIONS = ("auto", "gamma")
+
+
+def check_dc_rule(dc_rule: str) -> None:
+    if dc_rule not in DC_RULES:
+        raise ValueError(f"dc_rule must be one of {', '.join(DC_RULES)}, got {dc_rule!r}")
+
+
+def check_suggest(suggest: str) -> None:
+    if suggest not in SUGGESTIONS:
+        raise ValueError(f"suggest must be one of {', '.join(SUGGESTIONS)}, got {suggest!r}")
 
 
 class DensityPeaks(IndexedEstimator):
@@ -18,13 +34,28 @@ class DensityPeaks(IndexedEstimator):
     Parameters
     ----------
     dc : float or None
-        Cut-off distance. None: chosen by the ``dc_percent`` rule (see ``dpstudio.engine.dc``).
+        Cut-off distance. None: chosen by ``dc_rule``.
     dc_percent : float
-        Average number of neighbours as a percentage of N, used when ``dc`` is None (default 2).
+        Average number of neighbours as a percentage of N, for the percent rule (default 2).
+    dc_rule : {"percent", "entropy"}
+        How dc is chosen when it is None: the percent rule (``dpstudio.engine.dc``) or the sigma of least potential
+        entropy (``dpstudio.engine.entropy``).
     kernel : {"cutoff", "gaussian"}
         cutoff: rho_i = #{j != i : d_ij < dc}. gaussian: rho_i = sum over j != i of exp(-(d_ij / dc)^2), over
         pairs with d_ij < 3 dc; each dropped term is below e^-9 = 1.2e-4, so the truncation error of rho_i is at
         most 1.2e-4 times the number of points farther than 3 dc.
+    suggest : {"auto", "gamma"}
+        The clustering that ``fit`` (and ``assign()`` with no choice) gives. auto: the density topography
+        (``dpstudio.engine.topography``, after ADP): peaks of a k-nearest-neighbour density, merged while a peak is
+        not significantly above the saddle to its neighbour; it does not depend on dc. gamma: the top-gamma points
+        up to the largest relative drop (``centers.suggest_count``), labelled along DPC's parent chains.
+    density_k : int
+        auto: neighbours of the density estimate (its error is 1 / sqrt(density_k)).
+    significance : float
+        auto: Z, how many (summed) errors a peak must stand above its saddle to stay a cluster of its own.
+    noise : bool
+        auto: label -1 the points less dense than the highest saddle of their cluster (where it meets another
+        at background level).
     backend : {"auto", "cpu", "gpu"}
         "auto" uses the GPU when CuPy and a CUDA device are usable, else the CPU.
 
@@ -39,7 +70,11 @@ class DensityPeaks(IndexedEstimator):
         rho_j == rho_i and j < i. delta_i is the distance to the nearest denser point and parent_i that point
         (smallest index on a distance tie); the densest point has parent -1 and delta = its largest distance.
         gamma_ = rho * delta with the densest point's delta capped at the others' largest.
-    labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones).
+    labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones). With
+        suggest="auto" and no choice made, labels_ are the topography's clusters (-1: noise, when asked for) and
+        centers_ its cluster peaks, densest first; they follow the kNN density's own parent chains, not parent_.
+    topography_ : the automatic clustering (``topography.Topography``: densities, candidate peaks and the merge
+        map from peaks to clusters), computed on first use.
     changes_ : after ``partial_fit`` or ``delete``, what happened to the clusters (see ``cluster_changes``).
     index_ : the VP-tree, reused by ``set_dc`` and ``assign``; ``indexed_`` holds it with the cached fields.
     timings_ : seconds per phase of the last computation.
@@ -47,10 +82,19 @@ class DensityPeaks(IndexedEstimator):
 
     _FITTED = "_fields"
 
-    def __init__(self, dc: float | None = None, dc_percent: float = 2.0, kernel: str = "cutoff", backend: str = "auto"):
+    def __init__(
+        self, dc: float | None = None, dc_percent: float = 2.0, dc_rule: str = "percent", kernel: str = "cutoff",
+        suggest: str = "auto", density_k: int = DENSITY_K, significance: float = SIGNIFICANCE, noise: bool = False,
+        backend: str = "auto",
+    ):  # fmt: skip
         self.dc = dc
         self.dc_percent = dc_percent
+        self.dc_rule = dc_rule
         self.kernel = kernel
+        self.suggest = suggest
+        self.density_k = density_k
+        self.significance = significance
+        self.noise = noise
         self.backend = backend
 
     # fitting ------------------------------------------------------------------------------------------------
@@ -61,8 +105,12 @@ class DensityPeaks(IndexedEstimator):
         backend is used).
         """
         check_kernel(self.kernel)
+        check_dc_rule(self.dc_rule)
+        check_suggest(self.suggest)
+        check_topography(self.density_k, self.significance)
+        self._topography = None
         self._index(X, progress)
-        self.set_dc(self.dc, dc_percent=self.dc_percent, kernel=self.kernel, progress=progress)
+        self.set_dc(self.dc, kernel=self.kernel, progress=progress)
         return self
 
     def set_dc(
@@ -71,14 +119,18 @@ class DensityPeaks(IndexedEstimator):
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
         ``centers``: point indices, or a function of this estimator (with its new rho, delta and parent) that
-        returns them; default: the suggested centers for the new dc.
+        returns them; default: the suggested clustering (``assign()``: the automatic clusters, which no dc
+        changes, or the gamma rule's centers at the new dc). With neither dc nor dc_percent, dc comes from the
+        estimator's ``dc_rule``.
 
         The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
         """
         self._require_fit(needs="indexed_")
         kernel = kernel or self.kernel
         check_kernel(kernel)
-        if dc is None:
+        if dc is None and dc_percent is None and self.dc_rule == "entropy":
+            dc = self.indexed_.dc_for_entropy(timings=self.timings_)
+        elif dc is None:
             dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
         self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
         self.dc_, self.kernel_ = self._fields.dc, kernel
@@ -95,11 +147,13 @@ class DensityPeaks(IndexedEstimator):
         """Insert the points X (m, d) and update rho, delta, parent and labels: the result equals a fresh fit on all
         the points (in the same order) with the same dc, kernel and centers. The new points take the next indices.
         The centers are kept (the densest point stays a center); dc stays as it is (``set_dc`` applies a rule
-        again). Before any fit this is ``fit(X)``. The index is shared: every estimator on it sees the new points
+        again). Where the labels are the automatic clustering (suggest="auto", nothing chosen), it is computed
+        again for the new points, not updated: it rests on every point's nearest neighbours. Before any fit this is
+        ``fit(X)``. The index is shared: every estimator on it sees the new points
         after its next ``set_dc``."""
         if not hasattr(self, "_fields"):
             return self.fit(X)
-        before = self.labels_, self.centers_, self._chosen.size
+        before = self._before_update()
         self.indexed_.insert(X, timings=self.timings_)
         self._updated(before, None)
         return self
@@ -108,23 +162,50 @@ class DensityPeaks(IndexedEstimator):
         """Remove the points at ``indices`` and update as ``partial_fit`` does; every later index moves down, and
         the returned array gives each old index its new one (-1: deleted). A deleted center drops out."""
         self._require_fit()
-        before = self.labels_, self.centers_, self._chosen.size
+        before = self._before_update()
         mapping = self.indexed_.delete(indices, timings=self.timings_)
         self._updated(before, mapping)
         return mapping
 
+    def _before_update(self) -> tuple:
+        """Labels, centers and whether the last center is the densest point added unchosen."""
+        self._require_fit()
+        return self.labels_, self.centers_, self._chosen is not None and self._chosen.size < self.centers_.size
+
     def _updated(self, before, mapping) -> None:
         self._fields = self.indexed_.fields(self.kernel_, self.dc_, timings=self.timings_)
-        kept = self._chosen if mapping is None else mapping[self._chosen]
-        self.assign(centers=kept[kept >= 0])
-        old_labels, old_centers, old_chosen = before
-        self.changes_ = cluster_changes(old_labels, old_centers, self.labels_, self.centers_, mapping,
-                                        forced=(old_chosen < old_centers.size, self._chosen.size < self.centers_.size))  # fmt: skip
+        if self._chosen is None:
+            self._topography = None
+            self.assign()
+        else:
+            kept = self._chosen if mapping is None else mapping[self._chosen]
+            self.assign(centers=kept[kept >= 0])
+        old_labels, old_centers, forced_before = before
+        forced_now = self._chosen is not None and self._chosen.size < self.centers_.size
+        self.changes_ = cluster_changes(old_labels, old_centers, self.labels_, self.centers_, mapping, forced=(forced_before, forced_now))
 
     # centers and labels -------------------------------------------------------------------------------------
+    @property
+    def topography_(self) -> Topography:
+        """The automatic clustering for (density_k, significance), from the shared index's kNN lists."""
+        self._require_fit(needs="indexed_")
+        check_topography(self.density_k, self.significance)
+        key = (self.density_k, float(self.significance))
+        if self._topography is None or self._topography_key != key:  # set_params may have changed k or Z
+            started = time.perf_counter()
+            k = min(self.density_k, self.n_points_ - 1) if self.n_points_ > 2 else 2
+            ids, sq = (self._backend.to_numpy(a) for a in self.indexed_.neighbours(k, timings=self.timings_))
+            self._topography = topography(ids, sq, self.n_features_in_, self.significance)
+            self._topography_key = key
+            self.timings_["topography"] = time.perf_counter() - started
+        return self._topography
+
     def suggest_centers(self) -> np.ndarray:
-        """Indices of the suggested centers: the top gammas up to the largest relative drop (see centers.suggest_count)."""
+        """Indices of the suggested centers: suggest="auto", the topography's cluster peaks; "gamma", the top
+        gammas up to the largest relative drop (see centers.suggest_count)."""
         self._require_fit()
+        if self.suggest == "auto":
+            return self.topography_.centers.copy()
         xp = self._backend.xp
         k = center_rules.suggest_count(self._fields.gamma, xp)
         return self._backend.to_numpy(center_rules.by_gamma(xp.arange(self.n_points_), self._fields.gamma, xp)[:k])
@@ -139,11 +220,17 @@ class DensityPeaks(IndexedEstimator):
         * ``rho_min`` and/or ``delta_min``: the decision-graph rectangle rho >= rho_min and delta >= delta_min;
         * ``polygon``: vertices [(rho, delta), ...] of a lasso on the decision graph (even-odd rule);
         * ``n_centers``: the k points of largest gamma;
-        * nothing: ``suggest_centers()``.
+        * nothing: with suggest="auto" the topography's clusters (``topography_``: labels along the kNN density's
+          parent chains, merged peaks sharing a label, -1 for noise when ``noise``); with "gamma",
+          ``suggest_centers()`` on DPC's chains.
 
         Centers chosen by a region or count are ordered by decreasing gamma. The densest point is always a
         center, since every parent chain ends there: if it is not chosen it is appended as the last label.
         """
+        check_suggest(self.suggest)  # set_params may have changed it since fit
+        automatic = self.suggest == "auto" and all(v is None for v in (centers, rho_min, delta_min, polygon, n_centers))
+        if automatic:
+            return self._assign_topography()
         chosen = self.choose_centers(centers, rho_min=rho_min, delta_min=delta_min, polygon=polygon, n_centers=n_centers)
         self._chosen = chosen
         started = time.perf_counter()
@@ -154,6 +241,17 @@ class DensityPeaks(IndexedEstimator):
         self._labels = backend.labels(fields.parent, fields.order, backend.asarray(chosen))
         backend.synchronize()
         self.centers_ = chosen
+        self._halo, self._clusters = None, self._labels
+        self.timings_["relabel"] = time.perf_counter() - started
+        return self
+
+    def _assign_topography(self) -> DensityPeaks:
+        result = self.topography_
+        started = time.perf_counter()
+        self._chosen = None  # nothing chosen: an update recomputes the topography
+        self._labels = self._backend.asarray(result.labels(noise=self.noise))
+        self._clusters = self._backend.asarray(result.cluster_labels)  # the halo needs every point's cluster
+        self.centers_ = result.centers.copy()
         self._halo = None
         self.timings_["relabel"] = time.perf_counter() - started
         return self
@@ -232,7 +330,7 @@ class DensityPeaks(IndexedEstimator):
         self._require_fit()
         if self._halo is None:
             started = time.perf_counter()
-            self._halo = self._backend.halo(self.index_, self._fields.rho, self._labels, self.dc_)
+            self._halo = self._backend.halo(self.index_, self._fields.rho, self._clusters, self.dc_)
             self._backend.synchronize()
             self.timings_["halo"] = time.perf_counter() - started
         return self._backend.to_numpy(self._halo)

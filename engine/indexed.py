@@ -30,6 +30,7 @@ from . import incremental
 from .backends import get_backend
 from .data import DataError, new_points, to_points
 from .dc import check_number, dc_from_percent
+from .entropy import EntropyDc, dc_from_entropy
 from .hierarchy import graph_spanning_forest, single_linkage_chain
 
 KERNELS = ("cutoff", "gaussian")
@@ -94,6 +95,7 @@ class IndexedPoints:
         self._next_row = values.shape[0]
         self._fields: OrderedDict[tuple[str, float], Fields] = OrderedDict()
         self._dc_by_percent: dict[float, float] = {}
+        self._dc_by_entropy: EntropyDc | None = None
         self._neighbours: tuple[Any, Any] | None = None
         self._trees: OrderedDict[int, SpanningTree] = OrderedDict()
         # One computation at a time: two sessions asking for the same dc compute it once.
@@ -177,6 +179,23 @@ class IndexedPoints:
                 self._dc_by_percent[percent] = dc_from_percent(self.points, percent, xp=self.backend.xp)
                 _record(timings, "dc", time.perf_counter() - started)
             return self._dc_by_percent[percent]
+
+    def dc_for_entropy(self, timings: dict | None = None) -> float:
+        """dc from the entropy rule (``dpstudio.engine.entropy``), computed once."""
+        return self.entropy_dc(timings).dc
+
+    def entropy_dc(self, timings: dict | None = None) -> EntropyDc:
+        """The entropy rule's dc with its sigma and H curve, computed once (it reads the nearest neighbours)."""
+        with self._lock:
+            if self._dc_by_entropy is None:
+                nearest_sq = self.neighbours(1, timings=timings)[1]
+                started = time.perf_counter()
+                self._dc_by_entropy = dc_from_entropy(self.backend, self.index, self.points, nearest_sq)
+                self.backend.synchronize()
+                _record(timings, "dc", time.perf_counter() - started)
+            else:
+                _record(timings, "dc", 0.0)
+            return self._dc_by_entropy
 
     def fields(self, kernel: str, dc: float, progress: Progress | None = None, timings: dict | None = None) -> Fields:
         """rho, delta, parent, order and gamma for (kernel, dc); computed from the index unless cached.

@@ -9,6 +9,7 @@ from .components import dbscan_labels
 from .density import delta, density_order, rho
 from .index import build_vptree
 from .mst import mst
+from .potential import potential_sums
 from .search import knn
 from .update import (
     count_near, mark_newly_outranked, merge_order, nearest_denser_of, nearest_newly_denser, positions_of, rho_at, sq_to,
@@ -45,6 +46,6 @@ def free_memory() -> None:
 __all__ = [
     "asarray", "build_vptree", "count_near", "dbscan_labels", "delta", "density_order", "device_name", "free_memory",
     "halo", "knn", "labels", "mark_newly_outranked", "merge_order", "mst", "name", "nearest_denser_of", "nearest_newly_denser",
-    "points_in_polygon",
-    "positions_of", "rho", "rho_at", "sq_to", "synchronize", "to_numpy", "tree_delete", "tree_insert", "xp",
+    "points_in_polygon", "positions_of", "potential_sums", "rho", "rho_at", "sq_to", "synchronize", "to_numpy", "tree_delete",
+    "tree_insert", "xp",
 ]  # fmt: skip

@@ -19,7 +19,7 @@ from .search import nearest_denser
 
 
 @nb.njit(cache=True)
-def _leaf_interactions(leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates):
+def leaf_interactions(leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates):
     """One traversal for all queries of a leaf, bounded by the leaf's ball: (points certainly within reach of
     every query, number of leaves left to test query by query, which are written to ``candidates``)."""
     own = (1 << depth) - 1 + leaf
@@ -54,7 +54,7 @@ def _rho_leaves(coords, leaf_start, center, radius, depth, reach2, reach_lo, rea
         levels = np.empty(STACK, np.int64)
         candidates = np.empty(1 << depth, np.int64)
         sq = np.empty(LEAF_SIZE, np.float32)
-        certain, n_candidates = _leaf_interactions(
+        certain, n_candidates = leaf_interactions(
             leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates
         )
         for p in range(leaf_start[leaf], leaf_start[leaf + 1]):

@@ -359,3 +359,4 @@ from .update import (  # noqa: E402
     count_near, mark_newly_outranked, merge_order, nearest_denser_of, nearest_newly_denser, positions_of, rho_at, sq_to,
     tree_delete, tree_insert,
 )  # fmt: skip
+from .potential import potential_sums  # noqa: E402  (potential.py too)

@@ -41,6 +41,26 @@ def test_json_parquet_and_every_center_syntax(tmp_path):
     assert len(pd.read_parquet(out)) == 1920
 
 
+def test_automatic_clusters_noise_the_gamma_rule_and_the_entropy_dc():
+    from dpstudio.engine import DensityPeaks, IndexedPoints
+
+    path = sample_data.path("noisy")
+    auto, noise, gamma, entropy = (
+        json.loads(dpstudio("cluster", path, "--json", *extra).stdout)
+        for extra in ([], ["--noise", "--significance", "2"], ["--centers", "gamma"], ["--dc-rule", "entropy"])
+    )
+    points = pd.read_csv(path).to_numpy(np.float32)
+    expected = DensityPeaks(backend="cpu").fit(points)
+    assert auto["centers_rule"] == "density topography, significance 2.5" and "noise_count" not in auto
+    assert auto["centers"] == expected.centers_.tolist() and auto["n_clusters"] == 4
+    with_noise = DensityPeaks(noise=True, significance=2.0, backend="cpu").fit(points).labels_
+    assert noise["noise_count"] == int((with_noise < 0).sum()) > 0
+    assert gamma["centers_rule"] == "largest gamma drop"
+    assert gamma["centers"][: gamma["n_clusters"]] == DensityPeaks(suggest="gamma", backend="cpu").fit(points).centers_.tolist()
+    assert entropy["dc_rule"] == "entropy rule" and entropy["dc"] == IndexedPoints(points, backend="cpu").dc_for_entropy()
+    assert "not allowed with argument" in dpstudio("cluster", path, "--dc-rule", "entropy", "--dc", "1").stderr
+
+
 def test_dbscan_and_hdbscan_write_what_scikit_learn_finds(tmp_path):
     import sklearn.cluster
 
@@ -91,7 +111,7 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["missing.csv"], "file not found"),
         (["{bad}"], "not numeric"),
         (["{good}", "--columns", "q"], "no column named 'q'"),
-        (["{good}", "--centers", "x:y"], "expected auto, K"),
+        (["{good}", "--centers", "x:y"], "expected auto, gamma, K"),
         (["{good}", "--dc", "-2"], "dc must be a finite positive"),
         (["{good}", "--out", "labels.json"], "use a .csv or .parquet"),
         (["{good}", "--dc", "1", "--dc-percent", "2"], "not allowed with argument"),
@@ -152,8 +172,8 @@ def test_stream_replays_a_file_and_ends_where_a_fresh_fit_does(tmp_path):
     assert all({"clusters", "appeared", "vanished", "merged", "split", "moved", "update_ms"} <= r.keys() for r in rows[1:])
     streamed = pd.read_csv(out)
     points = pd.read_csv(path).select_dtypes("number").to_numpy()
-    base = DensityPeaks(dc=0.6, backend="cpu").fit(points[:460]).assign(n_centers=5)
-    fresh = DensityPeaks(dc=0.6, backend="cpu").fit(points).assign(centers=base._chosen)
+    base = DensityPeaks(dc=0.6, suggest="gamma", backend="cpu").fit(points[:460]).assign(n_centers=5)
+    fresh = DensityPeaks(dc=0.6, suggest="gamma", backend="cpu").fit(points).assign(centers=base._chosen)
     np.testing.assert_array_equal(streamed["index"], np.arange(2300))
     np.testing.assert_array_equal(streamed["label"], fresh.labels_)
     np.testing.assert_array_equal(streamed["rho"], fresh.rho_)

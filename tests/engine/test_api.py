@@ -14,7 +14,8 @@ from .datasets import blobs
 def test_sklearn_conventions(rng):
     points = blobs(rng, 300)
     dp = DensityPeaks(dc_percent=3.0)
-    assert dp.get_params() == {"dc": None, "dc_percent": 3.0, "kernel": "cutoff", "backend": "auto"}
+    assert dp.get_params() == {"dc": None, "dc_percent": 3.0, "dc_rule": "percent", "kernel": "cutoff", "suggest": "auto",
+                               "density_k": 16, "significance": 2.5, "noise": False, "backend": "auto"}  # fmt: skip
     assert repr(dp) == "DensityPeaks(dc_percent=3.0)"
     assert dp.set_params(kernel="gaussian") is dp and dp.kernel == "gaussian"
     with pytest.raises(ValueError, match="invalid parameter 'k'"):
@@ -138,10 +139,11 @@ def test_points_in_polygon_matches_a_plain_ray_cast(rng):
 
 
 @pytest.mark.parametrize("name", ["blobs", "moons", "nested", "noisy", "blobs3d"])
-@pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
-def test_suggested_centers_recover_the_sample_sets(name, kernel):
+@pytest.mark.parametrize(("suggest", "kernel"), [("auto", "cutoff"), ("gamma", "cutoff"), ("gamma", "gaussian")])
+def test_suggested_clusters_recover_the_sample_sets(name, suggest, kernel):
+    """The default (the topography, which no kernel changes) and the largest-gamma-drop rule both find these."""
     truth = sample_data.truth(name)
-    dp = DensityPeaks(kernel=kernel, backend="cpu").fit(sample_data.path(name))
+    dp = DensityPeaks(kernel=kernel, suggest=suggest, backend="cpu").fit(sample_data.path(name))
     clustered = truth >= 0  # background noise has no true cluster
     assert len(dp.centers_) == len(set(truth[clustered]))
     assert adjusted_rand_score(truth[clustered], dp.labels_[clustered]) > 0.95

@@ -15,14 +15,45 @@ def fraction_closer(points, dc):
     return np.mean(upper < np.float32(dc**2))
 
 
+def closer_pairs(points, dc):
+    sq = oracle.rule_sq_dists(points)
+    return int((sq[np.triu_indices(points.shape[0], 1)] < np.float32(dc**2)).sum())
+
+
+def assert_nearest_count(points, percent, dc):
+    """dc sits at the percentile's distance t, below or just above it, whichever count is nearer the target."""
+    sq = oracle.rule_sq_dists(points)[np.triu_indices(points.shape[0], 1)]
+    target = percent / 100 * sq.size
+    tied = np.sort(sq)[int(np.ceil(target)) - 1]
+    below, with_shell = int((sq < tied).sum()), int((sq <= tied).sum())
+    count = closer_pairs(points, dc)
+    assert count in (below, with_shell)
+    assert abs(count - target) <= min(abs(below - target), abs(with_shell - target))
+    assert np.float32(dc**2) == tied or np.float32(dc**2) == np.nextafter(tied, np.float32(np.inf))
+
+
 @pytest.mark.parametrize("percent", [0.5, 2.0, 10.0])
 def test_exact_for_small_n(percent, rng):
     points = blobs(rng, 1000).astype(np.float32)
-    dc = dc_from_percent(points, percent)
-    n_pairs = 1000 * 999 // 2
-    # dc is the ceil(p * M)-th smallest distance: strictly closer pairs are just under p %
-    assert percent / 100 - 2 / n_pairs <= fraction_closer(points, np.nextafter(dc, np.inf)) + 1e-12
-    assert fraction_closer(points, dc) <= percent / 100
+    assert_nearest_count(points, percent, dc_from_percent(points, percent))
+
+
+@pytest.mark.parametrize("percent", [1.0, 2.0, 5.0, 20.0])
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_tied_distances_count_the_nearer_shell(percent, d, rng):
+    """Integer grids: the percentile lands on a distance hundreds of pairs share; the count stays within half a
+    shell of the target instead of dropping the whole shell."""
+    points = rng.integers(0, 12 if d > 1 else 200, size=(600 + 300 * d, d)).astype(np.float32)
+    assert_nearest_count(points, percent, dc_from_percent(points, percent))
+
+
+def test_a_shell_that_old_rule_dropped_now_counts():
+    # a 3 x 3 x 3 grid: 351 pairs, 54 at distance 1, 72 at sqrt(2), 32 at sqrt(3)
+    grid = np.stack(np.meshgrid(*[np.arange(3.0)] * 3), -1).reshape(-1, 3).astype(np.float32)
+    dc = dc_from_percent(grid, 20.0)  # target 70.2 pairs: 54 below sqrt(2) is nearer than 126 up to it
+    assert closer_pairs(grid, dc) == 54 and dc == np.sqrt(2)
+    dc = dc_from_percent(grid, 30.0)  # target 105.3: the old rule's 54 (0.51x) against 126 with the shell
+    assert closer_pairs(grid, dc) == 126 and dc > np.sqrt(2)
 
 
 def test_sampled_estimate_within_documented_error(rng):

@@ -67,7 +67,7 @@ def assert_valid_tree(tree, points):
 
 def assert_matches(dp, points, chosen):
     """dp equals a fresh fit on ``points`` (same backend, dc, kernel and centers), and the oracle."""
-    fresh = DensityPeaks(dc=dp.dc_, kernel=dp.kernel_, backend=dp.indexed_.backend.name).fit(points).assign(centers=chosen)
+    fresh = DensityPeaks(dc=dp.dc_, kernel=dp.kernel_, suggest="gamma", backend=dp.indexed_.backend.name).fit(points).assign(centers=chosen)
     sq = oracle.rule_sq_dists(points)
     if dp.kernel_ == "cutoff":
         np.testing.assert_array_equal(dp.rho_, fresh.rho_)
@@ -124,7 +124,7 @@ def sequence_start(case, kernel, rng):
 @pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
 def test_random_inserts_and_deletes_match_a_fresh_fit(case, kernel, backend, rng):
     points, n_base, dc = sequence_start(case, kernel, rng)
-    dp = DensityPeaks(dc=dc, kernel=kernel, backend=backend).fit(points[:n_base])
+    dp = DensityPeaks(dc=dc, kernel=kernel, suggest="gamma", backend=backend).fit(points[:n_base])
     for current in random_updates(dp, points, n_base, rng):
         assert_valid_tree(dp.indexed_.index, current)
         assert_matches(dp, current, dp._chosen)
@@ -139,7 +139,7 @@ def test_the_gpu_updates_as_the_cpu_does(case):
     for backend in ("cpu", "gpu"):
         rng = np.random.default_rng(13)
         points, n_base, dc = sequence_start(case, "cutoff", rng)
-        dp = DensityPeaks(dc=dc, backend=backend).fit(points[:n_base])
+        dp = DensityPeaks(dc=dc, suggest="gamma", backend=backend).fit(points[:n_base])
         fits.append([(dp.rho_, dp.delta_, dp.parent_, dp.labels_, dp.halo_) for _ in random_updates(dp, points, n_base, rng)])
     for cpu_step, gpu_step in zip(*fits, strict=True):
         for cpu_field, gpu_field in zip(cpu_step, gpu_step, strict=True):
@@ -168,7 +168,7 @@ def test_every_cached_field_is_updated(kernel, backend, rng):
 def test_a_batch_that_fills_the_tree_and_deleting_down_to_two(backend, rng):
     capacity = LEAF_SIZE << 3
     points = rng.normal(size=(capacity + 200, 2)).astype(np.float32)
-    dp = DensityPeaks(dc=0.4, backend=backend).fit(points[: capacity - 3])
+    dp = DensityPeaks(dc=0.4, suggest="gamma", backend=backend).fit(points[: capacity - 3])
     assert dp.indexed_.index.depth == 3
     dp.partial_fit(points[capacity - 3 :])  # past the capacity: the leaves split (twice, to make room)
     assert dp.indexed_.index.depth == 5
@@ -218,7 +218,7 @@ def test_neighbour_products_are_recomputed_after_an_update(backend, rng):
 
 def test_rows_say_which_input_row_each_point_is(rng):
     points = rng.normal(size=(60, 2)).astype(np.float32)
-    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points[:40])
+    dp = DensityPeaks(dc=0.5, suggest="gamma", backend="cpu").fit(points[:40])
     dp.partial_fit(points[40:])
     dp.delete([0, 41])
     frame = dp.to_frame()
@@ -229,7 +229,7 @@ def test_rows_say_which_input_row_each_point_is(rng):
 
 def test_bad_updates_are_refused_and_change_nothing(rng):
     points = rng.normal(size=(50, 3)).astype(np.float32)
-    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points)
+    dp = DensityPeaks(dc=0.5, suggest="gamma", backend="cpu").fit(points)
     rho = dp.rho_.copy()
     with pytest.raises(DataError, match="3 features"):
         dp.partial_fit(np.zeros((4, 2)))
@@ -261,3 +261,15 @@ def test_cluster_changes_name_what_happened():
     assert changes["vanished"] == [1] and changes["merged"] == {1: 0}
     assert changes["appeared"] == [2] and changes["split"] == {2: [2]}
     assert changes["clusters"] == 3 and changes["moved"] == 3
+
+
+def test_the_automatic_clustering_is_computed_again_after_an_update(rng):
+    points = CASES["blobs"](rng, n=1200).astype(np.float32)
+    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points[:900])  # suggest="auto": the topography, nothing chosen
+    dp.partial_fit(points[900:])
+    dp.delete(np.arange(0, 1200, 9))
+    current = np.delete(points, np.arange(0, 1200, 9), axis=0)
+    fresh = DensityPeaks(dc=0.5, backend="cpu").fit(current)
+    np.testing.assert_array_equal(dp.labels_, fresh.labels_)
+    np.testing.assert_array_equal(dp.centers_, fresh.centers_)
+    assert dp.changes_["clusters"] == len(fresh.centers_)

@@ -73,7 +73,7 @@ def lasso(page: Page, canvas, corners) -> None:
 
 def test_lasso_on_the_decision_graph_relabels_the_points(page: Page, server):
     open_app(page, server.url)
-    assert table_rows(page) == 5  # blobs: five suggested centers
+    assert table_rows(page) == 5  # blobs: five automatic clusters
     view = plot_canvas(page, "Points by cluster")
     before = view.screenshot()
     # The two largest peaks of blobs sit alone at the top right, far above the other three.

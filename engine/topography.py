@@ -1,0 +1,200 @@
+"""Automatic clustering by the topography of the density (after ADP: d'Errico, Facco, Laio & Rodriguez,
+"Automatic topography of high-dimensional data sets by non-parametric density peak clustering", Inf. Sci. 2021).
+
+1. Density with an error. log rho_i = -D log r_k(i) + const, the k-nearest-neighbour estimate in the intrinsic
+   dimension D (TwoNN: D = n / sum log(r_2 / r_1), Facco et al. 2017, the largest 10 % of ratios left out). In
+   the embedding dimension a 64-pixel image's density would swing by 64 log r and every wiggle would look
+   significant; D is what the volume of a neighbourhood really scales with. The k points in the ball make the
+   count Poisson-like, so the error of log rho is eps = 1 / sqrt(k) for every point: the fixed-k estimate of ADP
+   without its point-adaptive k (PAk), chosen for being one cached kNN list (``IndexedPoints.neighbours``) and
+   for an error that needs no fit.
+2. Peaks. A point is a candidate peak when it is denser than its k nearest neighbours and lies in no denser
+   point's list of k; every other point's parent is the nearest denser point of its own list (or, for a point
+   only a denser point lists, that point), so labels follow parent chains to the peaks, as in DPC.
+3. Saddles. Two clusters touch where a point of one lists a point of the other; the saddle is the largest
+   min(log rho_i, log rho_j) over such pairs, with error eps.
+4. Merging. Going down the saddles from the highest, two clusters merge when the lower of their peaks is not
+   significantly above the saddle: log rho_peak - log rho_saddle < Z (eps_peak + eps_saddle). A merged cluster
+   keeps the higher peak, so a pair once found significant stays so, and one pass over the sorted saddles merges
+   exactly as repeating "merge the highest saddle that is not significant" would. Z is the one parameter.
+5. Noise (optional). A point less dense than the highest saddle of its final cluster lies where that cluster
+   meets another at background level: it is noise (-1). An isolated cluster has no saddle and no noise.
+
+The clustering is expressed as DPC's labelling model: centers (every candidate peak) on parent chains, plus a
+merge map from each candidate peak to its final cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from .cpu import labels as follow_parents
+from .hierarchy import find_root
+
+TWO_NN_KEPT = 0.9  # TwoNN leaves out the largest 10 % of r2 / r1, where density changes inflate it
+
+
+@dataclass(frozen=True)
+class Topography:
+    """The automatic clustering of one data set for one (k, Z)."""
+
+    k: int
+    significance: float
+    dimension: float  # intrinsic dimension (TwoNN)
+    log_density: np.ndarray  # (N,) up to a constant
+    error: float  # of each log density: 1 / sqrt(k)
+    parent: np.ndarray  # (N,) nearest denser point of the point's own neighbourhood, -1 at a candidate peak
+    peaks: np.ndarray  # candidate peaks, densest first
+    merged_into: np.ndarray  # (len(peaks),) final cluster of each candidate peak (the merge map)
+    centers: np.ndarray  # the densest peak of each final cluster; cluster c's center is centers[c]
+    cluster_labels: np.ndarray  # (N,) every point's final cluster
+    saddle: np.ndarray  # (n_clusters,) highest saddle log density of each final cluster (-inf: isolated)
+
+    def labels(self, noise: bool = False) -> np.ndarray:
+        """Final clusters 0..n-1 (densest peak first); with noise, -1 for points below their cluster's saddle."""
+        if not noise:
+            return self.cluster_labels
+        return np.where(self.log_density < self.saddle[self.cluster_labels], -1, self.cluster_labels)
+
+
+def check_topography(k, significance) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise ValueError(f"density_k must be a whole number >= 2, got {k!r}")
+    if isinstance(significance, bool) or not isinstance(significance, (int, float, np.integer, np.floating)) or not (
+        np.isfinite(significance) and significance >= 0
+    ):
+        raise ValueError(f"significance must be a finite number >= 0, got {significance!r}")
+
+
+def intrinsic_dimension(sq: np.ndarray, n_dims: int) -> float:
+    """TwoNN from each point's two nearest squared distances (N, >= 2); within [1, n_dims]; n_dims when the data
+    say nothing (duplicates, fewer than 3 points)."""
+    first, second = sq[:, 0].astype(np.float64), sq[:, 1].astype(np.float64)
+    usable = (first > 0) & np.isfinite(second)
+    ratios = np.sort(0.5 * np.log(second[usable] / first[usable]))
+    ratios = ratios[: int(TWO_NN_KEPT * ratios.size)]
+    total = ratios.sum()
+    if ratios.size < 2 or total <= 0:
+        return float(n_dims)
+    return float(np.clip(ratios.size / total, 1.0, n_dims))
+
+
+def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float) -> Topography:
+    """The automatic clustering from every point's k nearest other points, nearest first (ids (N, k) with -1
+    past the N - 1 others, squared distances (N, k)); k = ids.shape[1] >= 2."""
+    ids, sq = np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(sq, np.float32)
+    n, k = ids.shape
+    check_topography(k, significance)
+    dimension = intrinsic_dimension(sq, n_dims)
+    log_density = _log_density(sq, dimension)
+    error = 1.0 / np.sqrt(k)
+    order = np.lexsort((np.arange(n), -log_density))  # densest first, ties by index (DPC's order)
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    parent = _parents(ids, sq, rank)
+    peaks = order[parent[order] < 0]
+    candidate = follow_parents(parent, order, peaks)
+    u, v, saddle = _saddles(ids, candidate, log_density)
+    merged_into, cluster_saddle = _merge(u, v, saddle, log_density[peaks], significance * 2 * error)
+    cluster_labels = merged_into[candidate]
+    centers = peaks[np.unique(merged_into, return_index=True)[1]]  # peaks are densest first: each cluster's first
+    return Topography(k, float(significance), dimension, log_density, error, parent, peaks, merged_into, centers,
+                      cluster_labels, cluster_saddle)  # fmt: skip
+
+
+def _log_density(sq: np.ndarray, dimension: float) -> np.ndarray:
+    """-D log r_k; a k-th neighbour at distance 0 (k + 1 copies of a point) counts at the smallest positive r_k."""
+    reach = np.where(np.isfinite(sq[:, -1]), sq[:, -1], sq[:, -1][np.isfinite(sq[:, -1])].max(initial=1.0)).astype(np.float64)
+    positive = reach[reach > 0]
+    reach = np.maximum(reach, positive.min() if positive.size else 1.0)
+    return -0.5 * dimension * np.log(reach)
+
+
+@nb.njit(cache=True)
+def _parents(ids, sq, rank):
+    """Nearest denser point in each point's own list; a point denser than its whole list takes the nearest denser
+    point that lists it, if any (ADP drops such a peak); -1 for the rest, the candidate peaks."""
+    n, k = ids.shape
+    parent = np.full(n, -1, np.int64)
+    for i in range(n):
+        for c in range(k):
+            j = ids[i, c]
+            if j >= 0 and rank[j] < rank[i]:
+                parent[i] = j
+                break
+    peak = parent < 0
+    via = np.full(n, np.inf)
+    for j in range(n):
+        for c in range(k):
+            i = ids[j, c]
+            if i >= 0 and peak[i] and rank[j] < rank[i] and sq[j, c] < via[i]:
+                via[i] = sq[j, c]
+                parent[i] = j
+    return parent
+
+
+def _saddles(ids: np.ndarray, candidate: np.ndarray, log_density: np.ndarray):
+    """(u, v, saddle): for every pair of candidate clusters u < v that touch, the highest min(log rho) over
+    listed pairs joining them, sorted by saddle descending (ties by (u, v))."""
+    m = int(candidate.max()) + 1
+    key, level = _border_pairs(ids, candidate, log_density, m)
+    order = np.argsort(key, kind="stable")
+    key, level = key[order], level[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if key.size else np.empty(0, np.int64)
+    highest = np.maximum.reduceat(level, starts) if key.size else level
+    key = key[starts]
+    by_saddle = np.argsort(-highest, kind="stable")
+    return key[by_saddle] // m, key[by_saddle] % m, highest[by_saddle]
+
+
+@nb.njit(cache=True)
+def _border_pairs(ids, candidate, log_density, m):
+    """Every listed pair whose points lie in different candidate clusters u < v, as (u m + v, min log rho)."""
+    n, k = ids.shape
+    count = 0
+    for i in range(n):
+        for c in range(k):
+            j = ids[i, c]
+            count += j >= 0 and candidate[i] != candidate[j]
+    key, level = np.empty(count, np.int64), np.empty(count, np.float64)
+    t = 0
+    for i in range(n):
+        for c in range(k):
+            j = ids[i, c]
+            if j >= 0 and candidate[i] != candidate[j]:
+                a, b = candidate[i], candidate[j]
+                key[t] = min(a, b) * m + max(a, b)
+                level[t] = min(log_density[i], log_density[j])
+                t += 1
+    return key, level
+
+
+@nb.njit(cache=True)
+def _merge(u, v, saddle, peak_density, threshold):
+    """Merge map of the candidate clusters (peaks densest first) into final clusters numbered by their densest
+    peak, and each final cluster's highest saddle with another final cluster."""
+    m = peak_density.shape[0]
+    root = np.arange(m)
+    for e in range(u.shape[0]):  # saddles descending
+        a, b = find_root(root, u[e]), find_root(root, v[e])
+        if a != b and min(peak_density[a], peak_density[b]) - saddle[e] < threshold:
+            root[max(a, b)] = min(a, b)  # the smaller index is the denser peak: it stays the root
+    label = np.full(m, -1, np.int64)
+    merged_into = np.empty(m, np.int64)
+    n_clusters = 0
+    for c in range(m):  # peaks densest first, so final clusters are numbered by their densest peak
+        r = find_root(root, c)
+        if label[r] < 0:
+            label[r] = n_clusters
+            n_clusters += 1
+        merged_into[c] = label[r]
+    cluster_saddle = np.full(n_clusters, -np.inf)
+    for e in range(u.shape[0]):
+        a, b = merged_into[u[e]], merged_into[v[e]]
+        if a != b:
+            cluster_saddle[a] = max(cluster_saddle[a], saddle[e])
+            cluster_saddle[b] = max(cluster_saddle[b], saddle[e])
+    return merged_into, cluster_saddle
