@@ -94,25 +94,17 @@ def _nearest_of(positions, below, bound_d2, bound_id, k, coords, leaf_start, ids
             out_pos[i] = best_pos
 
 
-def nearest_denser(
-    tree: VPTree, rank_tree: np.ndarray, min_rank: np.ndarray, positions: np.ndarray, bound_d2=None, bound_id=None, below=None
-):  # fmt: skip
-    """(squared distance, original index) of the nearest denser point of each listed position (not the densest):
-    the nearest point ranked under ``below`` (default: the position's own rank).
-
-    With a bound (bound_d2, bound_id) per position, only points before it in (d2, id) order are looked for, and
-    the bound is returned where none is; ``rank_tree`` may rank last (N) the points not to consider, if ``below``
-    gives the real ranks of the queries."""
+def nearest_denser(tree: VPTree, rank_tree: np.ndarray, min_rank: np.ndarray, positions: np.ndarray):
+    """(squared distance, original index) of the nearest denser point of each listed position (not the densest)."""
     m = positions.shape[0]
-    if bound_d2 is None:
-        bound_d2, bound_id = np.full(m, np.inf, np.float32), np.full(m, NO_ID, np.int64)
     d2 = np.empty((m, 1), np.float32)
     pos = np.empty((m, 1), np.int64)
     _nearest_of(
-        positions, rank_tree[positions] if below is None else below, bound_d2, bound_id, 1, tree.coords, tree.leaf_start, tree.ids, rank_tree,
-        tree.center, tree.cover_radius, min_rank, tree.min_id, tree.depth, bound_slack(tree.n_dims), d2, pos,
+        positions, rank_tree[positions], np.full(m, np.inf, np.float32), np.full(m, NO_ID, np.int64), 1, tree.coords,
+        tree.leaf_start, tree.ids, rank_tree, tree.center, tree.cover_radius, min_rank, tree.min_id, tree.depth,
+        bound_slack(tree.n_dims), d2, pos,
     )  # fmt: skip
-    return d2[:, 0], np.where(pos[:, 0] >= 0, tree.ids[pos[:, 0]], bound_id)
+    return d2[:, 0], tree.ids[pos[:, 0]]
 
 
 def neighbour_graph(tree: VPTree, k: int = NEIGHBOURS, progress=None) -> NeighbourGraph:

@@ -337,6 +337,9 @@ def _open_leaves(origin, pad, center, radius, depth, slack, reach, node_reach, n
     return n_open
 
 
+LEAVES_PER_TASK = 16  # leaves of sources per parallel task
+
+
 @nb.njit(parallel=True, nogil=True, cache=True)
 def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leaves, first, sources, bands, rank_old, rank_new, reach2, node_reach, node_bands, marked):
     """marked[t] = True for each position t that a source s newly outranks (rank_old[s] > rank_old[t] and
@@ -371,9 +374,6 @@ def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leav
                     for t in range(start, end):
                         if rank_old[t] < rank_old[p] and rank_new[t] > rank_new[p] and sq[t - start] <= reach2[t]:
                             marked[t] = True  # racy but every writer writes True
-
-
-LEAVES_PER_TASK = 16
 
 
 def _by_leaf(tree: VPTree, positions: np.ndarray):
@@ -498,10 +498,9 @@ def merge_order(order, order_rho, moved, moved_rho, n):
     return out, out_rho, rank
 
 
-def nearest_denser_of(tree: VPTree, rank_tree: np.ndarray, positions: np.ndarray, bound_d2=None, bound_id=None, below=None):
-    """``search.nearest_denser`` for a few positions, with the node ranks it prunes by (see there for the bound)."""
-    min_rank = node_min(rank_tree, tree.leaf_start, tree.depth)
-    return nearest_denser(tree, rank_tree, min_rank, positions, bound_d2, bound_id, below)
+def nearest_denser_of(tree: VPTree, rank_tree: np.ndarray, positions: np.ndarray):
+    """``search.nearest_denser`` for a few positions, with the node ranks it prunes by."""
+    return nearest_denser(tree, rank_tree, node_min(rank_tree, tree.leaf_start, tree.depth), positions)
 
 
 def positions_of(tree: VPTree) -> np.ndarray:

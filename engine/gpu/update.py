@@ -305,13 +305,11 @@ def nearest_newly_denser(tree: VPTree, targets, target_bands, rank_old_tree, ran
                     _backend._node_max(rank_old, tree), bound_d2, bound_id)  # fmt: skip
 
 
-def nearest_denser_of(tree: VPTree, rank_tree, positions, bound_d2=None, bound_id=None, below=None):
-    """(squared distance, original index) of the nearest point ranked under ``below`` (default: the position's own
-    rank) of each listed position, before the bound (bound_d2, bound_id) where one is given (see the CPU's
+def nearest_denser_of(tree: VPTree, rank_tree, positions):
+    """(squared distance, original index) of the nearest denser point of each listed position (see the CPU's
     ``search.nearest_denser``)."""
     rank = rank_tree.astype(_I32)
-    below = rank[positions] if below is None else cp.asarray(below).astype(_I32)
-    return _nearest(tree, positions, below, _NULL, rank, _NULL, _NULL, bound_d2, bound_id)
+    return _nearest(tree, positions, rank[positions], _NULL, rank, _NULL, _NULL, None, None)
 
 
 def sq_to(tree: VPTree, p: int, positions: cp.ndarray) -> cp.ndarray:
