@@ -66,20 +66,21 @@ class DensityPeaks(IndexedEstimator):
 
     def set_dc(
         self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
-        centers=None, progress: Progress | None = None,
+        centers=None, progress: Progress | None = None, cache: bool = True,
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
         ``centers``: point indices, or a function of this estimator (with its new rho, delta and parent) that
         returns them; default: the suggested centers for the new dc.
 
-        The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
+        The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free;
+        ``cache=False`` leaves the cache as it was (a sweep).
         """
         self._require_fit(needs="indexed_")
         kernel = kernel or self.kernel
         check_kernel(kernel)
         if dc is None:
             dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
-        self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
+        self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_, cache=cache)
         self.dc_, self.kernel_ = self._fields.dc, kernel
         return self.assign(centers=centers(self) if callable(centers) else centers)
 

@@ -106,10 +106,13 @@ class IndexedPoints:
                 _record(timings, "dc", time.perf_counter() - started)
             return self._dc_by_percent[percent]
 
-    def fields(self, kernel: str, dc: float, progress: Progress | None = None, timings: dict | None = None) -> Fields:
+    def fields(
+        self, kernel: str, dc: float, progress: Progress | None = None, timings: dict | None = None, cache: bool = True
+    ) -> Fields:  # fmt: skip
         """rho, delta, parent, order and gamma for (kernel, dc); computed from the index unless cached.
 
-        ``timings`` receives the seconds spent on "rho" and "delta" (0.0 for a cached result).
+        ``timings`` receives the seconds spent on "rho" and "delta" (0.0 for a cached result). ``cache=False``
+        keeps a new result out of the cache, so a sweep over many dc values does not push out the recent ones.
         """
         check_kernel(kernel)
         check_number("dc", dc)
@@ -127,9 +130,10 @@ class IndexedPoints:
             self.backend.synchronize()
             _record(timings, "rho", time.perf_counter() - started)
             fields = self.fields_from_rho(kernel, float(dc), rho, progress, timings)
-            self._fields[key] = fields
-            if len(self._fields) > self.CACHED_FIELDS:
-                self._fields.popitem(last=False)
+            if cache:
+                self._fields[key] = fields
+                if len(self._fields) > self.CACHED_FIELDS:
+                    self._fields.popitem(last=False)
             return fields
 
     def fields_from_rho(
