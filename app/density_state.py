@@ -34,10 +34,17 @@ class EpsCurve:
     noise: np.ndarray
     n_points: int
 
+    def counts(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """(clusters, noise) at each eps: the counts of the last step at or below it (before the first: 0, every
+        point)."""
+        step = np.searchsorted(self.eps, eps, "right") - 1
+        before = step < 0
+        step = np.maximum(step, 0)
+        return np.where(before, 0, self.clusters[step]), np.where(before, self.n_points, self.noise[step])
+
     def at(self, eps: float) -> tuple[int, int]:
-        """(clusters, noise) at eps: the counts of the last step at or below it (before the first: 0, every point)."""
-        step = int(np.searchsorted(self.eps, eps, "right")) - 1
-        return (int(self.clusters[step]), int(self.noise[step])) if step >= 0 else (0, self.n_points)
+        clusters, noise = self.counts(eps)
+        return int(clusters), int(noise)
 
     def eps_range(self) -> tuple[float, float]:
         """Where eps means something: from the first positive step to past the last one (one cluster, no noise)."""
