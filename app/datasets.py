@@ -33,6 +33,7 @@ class Dataset:
     points: Points
     indexed: IndexedPoints
     projection: np.ndarray  # (N, 2) float32 principal-component scores
+    truth: np.ndarray | None = None  # ground-truth labels of a sample set (-1: background noise)
 
     @property
     def n_points(self) -> int:
@@ -69,7 +70,7 @@ class DatasetCache:
     def sample(self, name: str, progress: Progress | None = None) -> Dataset:
         """A bundled sample set by name (see ``dpstudio.sample_data.SAMPLES``)."""
         path = sample_data.path(name)
-        return self._get(f"sample:{name}", name, lambda: to_points(path), progress)
+        return self._get(f"sample:{name}", name, lambda: to_points(path), progress, truth=lambda: sample_data.truth(name))
 
     def file(self, path: str | Path, progress: Progress | None = None) -> Dataset:
         """A file on the server (``dpstudio serve PATH``); reloaded if it changed on disk."""
@@ -91,7 +92,8 @@ class DatasetCache:
         # parsed in memory: no copy of the user's file on disk, to be left behind if the server is killed
         return self._get(key, name, lambda: to_points(read_upload(name, content), drop_nonfinite=True), progress)
 
-    def _get(self, key: str, name: str, read: Callable[[], Points], progress: Progress | None) -> Dataset:
+    def _get(self, key: str, name: str, read: Callable[[], Points], progress: Progress | None,
+             truth: Callable[[], np.ndarray] | None = None) -> Dataset:  # fmt: skip
         with self._lock:
             if key in self._datasets:
                 self._datasets.move_to_end(key)
@@ -101,7 +103,7 @@ class DatasetCache:
         points = read()
         indexed = IndexedPoints(points.values, backend=self.backend, progress=progress)
         projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))
-        dataset = Dataset(key, name, points, indexed, projection)
+        dataset = Dataset(key, name, points, indexed, projection, truth() if truth else None)
         with self._lock:
             self._datasets[key] = dataset
             self._datasets.move_to_end(key)

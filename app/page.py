@@ -1,6 +1,7 @@
-"""The page of one browser session: controls, the two plots, the cluster table and the status line.
+"""The page of one browser session: controls, the method's plots beside the 2-D view, the sensitivity curves,
+the comparison strip, the cluster table and the status line.
 
-Widgets call ``ClusteringSession`` methods; anything that may take long runs in a worker thread (the Numba
+Widgets call ``Studio`` and method-state methods; anything that may take long runs in a worker thread (the Numba
 kernels release the GIL), with a progress bar, so the page never freezes and other sessions keep going.
 An error becomes a message on the page and the session keeps its last good state.
 """
@@ -13,7 +14,7 @@ import io
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import panel as pn
@@ -24,15 +25,25 @@ from dpstudio.engine import DataError
 from dpstudio.engine.data import READABLE
 
 from .datasets import Dataset, DatasetCache
+from .dbscan_plots import DBSCANPlots
+from .method_controls import DBSCANControls, HDBSCANControls
 from .plots import MAX_MARKERS, SessionPlots
-from .state import ClusteringSession
+from .studio import Studio
+from .sweep import SWEEP_DCS, SWEEP_PERCENTS
+from .sweep_plot import SweepPlot
+from .tree_plot import TreePlot
 
 log = logging.getLogger("dpstudio")
 
 YOUR_FILE = "{} (your file)"  # the data-set choice for the last uploaded or served file
 UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
-PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ"}
+PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
+          "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
+METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
+COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
+LATER = ("Streaming points in and adding or deleting points by click come with the engine's incremental updates "
+         "(inserting and deleting points exactly), which are not built yet.")  # fmt: skip
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
@@ -45,21 +56,36 @@ class PageSettings:
     dc_percent: float = 2.0  # the percent rule a new session starts with
 
 
+@dataclass
+class Activity:
+    """Where a kind of work shows that it runs, and the lock that makes its actions wait their turn."""
+
+    busy: pn.pane.Markdown = field(default_factory=lambda: pn.pane.Markdown(visible=False))
+    progress: pn.indicators.Progress = field(
+        default_factory=lambda: pn.indicators.Progress(active=False, visible=False, sizing_mode="stretch_width", max=100))
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
 class StudioPage:
     """One session's page, built on a loaded data set. ``layout`` is what Panel serves."""
 
     def __init__(self, cache: DatasetCache, settings: PageSettings, initial: Dataset):
         self.cache, self.settings = cache, settings
-        self.session = ClusteringSession(dc_percent=settings.dc_percent)
-        self.session.load(initial)
+        self.studio = Studio(dc_percent=settings.dc_percent)
+        self.studio.load(initial)
+        self.session = self.studio.dpc
         self._slider_dataset: Dataset | None = None
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
-        self.plots = SessionPlots(self.session, on_render=self._show_status)
-        self._work = asyncio.Lock()  # one action at a time per session; others wait their turn
+        self.plots = SessionPlots(self.studio, on_render=self._show_status)
+        self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
+        self.sweep_plot = SweepPlot(self.session)
+        self.work = Activity()  # one action at a time per session; others wait their turn
+        self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
+        self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
         self._build_widgets()
+        self.layout = self._layout()
         self._bind()
         self._show_dataset()
-        self.layout = self._layout()
 
     # widgets ------------------------------------------------------------------------------------------------
     def _build_widgets(self) -> None:
@@ -72,8 +98,18 @@ class StudioPage:
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature.", css_classes=["dp-status"])  # fmt: skip
         self.dataset_info = pn.pane.Markdown()
-        self.x_axis = pn.widgets.Select.from_param(session.param.x_axis, name="2-D view: x")
-        self.y_axis = pn.widgets.Select.from_param(session.param.y_axis, name="2-D view: y")
+        self.x_axis = pn.widgets.Select.from_param(self.studio.param.x_axis, name="2-D view: x")
+        self.y_axis = pn.widgets.Select.from_param(self.studio.param.y_axis, name="2-D view: y")
+        self.method = pn.widgets.RadioButtonGroup(name="Method", options=METHOD_NAMES, button_type="primary")
+        self.dbscan = DBSCANControls(self.studio.dbscan, self.dbscan_plots, self._start, self.follow)
+        self.hdbscan = HDBSCANControls(self.studio.hdbscan, self.tree_plot, self._start)
+        self.sweep = pn.widgets.Button(name=f"Sweep dc ({SWEEP_DCS} values, {SWEEP_PERCENTS[0]:g}% to {SWEEP_PERCENTS[1]:g}% rule)")
+        self.colour_by = pn.widgets.RadioButtonGroup(name="Colour points by", options=COLOUR_NAMES)
+        self.truth_note = pn.pane.Markdown(css_classes=["dp-status"])
+        self.pin = pn.widgets.Button(name="Pin this clustering to compare")
+        self.unpin = pn.widgets.Button(name="Unpin", disabled=True)
+        self.comparison_note = pn.pane.Markdown()
+        self.contingency = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=300)
         self.dc = pn.widgets.EditableFloatSlider(name="dc (cut-off distance)")
         # text, so that it can be blank while dc is set directly (a number field shows NaN)
         self.dc_percent = pn.widgets.TextInput(name="dc from the percent rule (% neighbours)",
@@ -96,16 +132,22 @@ class StudioPage:
         self.download_parquet = pn.widgets.FileDownload(callback=partial(self._labels_file, "parquet"),
                                                         filename="labels.parquet", label="Download labels (Parquet)")  # fmt: skip
         self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self.progress = pn.indicators.Progress(active=False, visible=False, sizing_mode="stretch_width", max=100)
-        self.busy = pn.pane.Markdown(visible=False)
         self.table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=TABLE_PAGE,
                                           sizing_mode="stretch_width")  # fmt: skip
         self.table_note = pn.pane.Markdown(css_classes=["dp-status"], visible=False)
         self.status = pn.pane.Markdown(css_classes=["dp-status"])
 
     def _bind(self) -> None:
-        session = self.session
+        session, studio = self.session, self.studio
         self.sample.param.watch(self._sample_chosen, "value")
+        # widgets that _show_method sets to the state's value: only a user's choice starts an action
+        self.method.param.watch(lambda e: e.new != studio.method and self._start(f"Switching to {e.new.upper()}", studio.set_method, e.new), "value")
+        self.colour_by.param.watch(lambda e: e.new != studio.colour_by and self._start("Recolouring", studio.set_colour_by, e.new), "value")
+        self.pin.on_click(lambda e: self._start("Pinning", studio.pin))
+        self.unpin.on_click(lambda e: self._start("Unpinning", studio.unpin))
+        self.sweep.on_click(lambda e: self._start("Sweeping dc", session.run_sweep, activity=self.sweeping))
+        for tap in self.sweep_plot.taps:
+            tap.add_subscriber(lambda x, y: self._go_to_dc(self.sweep_plot.clicked_dc(x)))
         self.upload.param.watch(self._file_chosen, "value")
         self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new), "value_throttled")
         self.dc_percent.param.watch(self._percent_typed, "value")
@@ -120,38 +162,71 @@ class StudioPage:
         self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry))
         self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds))
         session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel"])
-        session.param.watch(self._show_clusters, ["revision", "show_halo"])
+        studio.param.watch(self._show_clusters, ["revision"])
+        studio.param.watch(self._show_method, ["method", "dataset", "colour_by", "pinned"])
         session.param.watch(lambda e: setattr(self.undo, "disabled", not e.new), "can_undo")
         session.param.watch(self._show_pending, "pending_centers")
         session.param.watch(self._show_notice, "notice")
         self._show_parameters()
+        self._show_method()
         self._show_clusters()
 
     def _layout(self) -> pn.viewable.Viewable:
-        backend = self.session.dataset.indexed.backend.device_name()
-        sidebar = pn.Column(
-            "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.x_axis, self.y_axis,
+        backend = self.studio.dataset.indexed.backend.device_name()
+        self.dpc_controls = pn.Column(
             "### Density", self.dc, self.dc_percent, self.notice, self.kernel, self.halo,
             "### Centers",
             pn.pane.Markdown("Lasso (or box-select) points at the top right of the decision graph: each becomes a "
                              "cluster center and every point is relabelled.", css_classes=["dp-status"]),
             self.suggest, pn.Row(self.n_clusters, self.pick), pn.Row(self.clear, self.undo),
+            sizing_mode="stretch_width",
+        )  # fmt: skip
+        sidebar = pn.Column(
+            "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.x_axis, self.y_axis,
+            "### Method", self.method, self.dpc_controls, self.dbscan.panel, self.hdbscan.panel,
+            "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
+            pn.Row(self.pin, self.unpin),
             "### Results", self.download_csv, self.download_parquet,
             pn.pane.Markdown(f"Engine: **{backend}**", css_classes=["dp-status"]),
+            pn.pane.Markdown(LATER, css_classes=["dp-status"]),
             width=330,
         )  # fmt: skip
+        # each plot in a Column whose visibility follows the method: a plot pane's own visibility cannot change from
+        # the worker thread that switches the method (Panel syncs it to Bokeh without the document lock)
+        self.method_plots = {
+            "dpc": _shown(self.plots.decision_graph(), "decision-graph"),
+            "dbscan": _shown(self.dbscan_plots.k_distance(), "k-distance"),
+            "hdbscan": _shown(self.tree_plot.plot(), "condensed-tree"),
+        }
+        self.sensitivity = {
+            "dpc": pn.Column(
+                pn.Row(self.sweep, self.sweeping.busy), self.sweeping.progress,
+                pn.pane.Markdown("Each dc clustered from its own suggested centers; shaded: plateaus (stable choices). "
+                                 "Click a point to go to that dc.", css_classes=["dp-status"]),
+                *(_plot_pane(plot, "dc-sweep") for plot in self.sweep_plot.plots()),
+                sizing_mode="stretch_width",
+            ),
+            "dbscan": pn.Column(*(_plot_pane(plot, "eps-curves") for plot in self.dbscan_plots.sensitivity()), sizing_mode="stretch_width"),
+        }  # fmt: skip
+        self.comparison = pn.Row(
+            _plot_pane(self.plots.pinned_view(), "pinned-view"),
+            pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width", visible=False,
+        )  # fmt: skip
         plots = pn.Row(
-            pn.pane.HoloViews(self.plots.decision_graph(), sizing_mode="stretch_width", name="decision-graph"),
+            pn.Column(*self.method_plots.values(), sizing_mode="stretch_width"),
             pn.pane.HoloViews(self.plots.data_view(), sizing_mode="stretch_width", name="data-view"),
             sizing_mode="stretch_width",
         )
         main = pn.Column(
-            self.alert, self.pending, self.busy, self.progress, plots,
+            self.alert, self.pending, self.work.busy, self.work.progress, plots,
+            pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
+            pn.Column("### Comparison with the pinned clustering", self.comparison, sizing_mode="stretch_width"),
             pn.Row(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
                    pn.Column("### Timings", self.status, width=360)),
             sizing_mode="stretch_width",
         )  # fmt: skip
-        header = pn.pane.Markdown("## dpstudio · Density Peaks Clustering", margin=(0, 10))
+        header = pn.pane.Markdown("## dpstudio · Density Peaks, DBSCAN and HDBSCAN", margin=(0, 10))
         return pn.Column(header, pn.Row(sidebar, main, sizing_mode="stretch_width"), sizing_mode="stretch_width",
                          stylesheets=[CSS])  # fmt: skip
 
@@ -160,27 +235,52 @@ class StudioPage:
         """Run an action off the event loop (called from widget and stream callbacks on the loop)."""
         pn.state.execute(partial(self.run, label, action, *args, **kwargs))
 
-    async def run(self, label: str, action: Callable, *args, **kwargs) -> bool:
-        """Run ``action`` in a worker thread with progress shown; on failure show why and keep the last state."""
-        async with self._work:
+    def follow(self, label: str, action: Callable, value) -> None:
+        """Run ``action(value)`` for the latest value of a stream (a dragged slider): while one runs, newer values
+        replace each other, so the page keeps up with the mouse instead of replaying every step."""
+        running = label in self._wanted
+        self._wanted[label] = (action, value)
+        if not running:
+            pn.state.execute(partial(self._follow, label))
+
+    async def _follow(self, label: str) -> None:
+        try:
+            while (wanted := self._wanted.get(label)) is not None:
+                self._wanted[label] = None
+                await self.run(label, *wanted, quiet=True)
+        finally:
+            del self._wanted[label]
+
+    async def run(self, label: str, action: Callable, *args, activity: Activity | None = None, quiet: bool = False,
+                  **kwargs) -> bool:  # fmt: skip
+        """Run ``action`` in a worker thread with progress shown (not when ``quiet``: a cheap relabel); on failure
+        show why and keep the last state."""
+        activity = activity or self.work
+        async with activity.lock:
             self.alert.visible = False
-            self.busy.object, self.busy.visible = f"**{label}…**", True
-            self.progress.value, self.progress.visible = -1, True
+            if not quiet:
+                activity.busy.object, activity.busy.visible = f"**{label}…**", True
+                activity.progress.value, activity.progress.visible = -1, True
             loop = asyncio.get_running_loop()
-            report = partial(loop.call_soon_threadsafe, self._show_progress)
+            report = partial(loop.call_soon_threadsafe, partial(self._show_progress, activity))
             try:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
                 await asyncio.to_thread(action, *args, **kwargs)
                 return True
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
-                log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, ValueError))
+                log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))
                 self.alert.object = f"**{label} failed:** {exc}"
                 self.alert.visible = True
                 self._show_parameters()  # put widgets back to the values in use
+                self._show_method()
                 return False
             finally:
-                self.busy.visible = self.progress.visible = False
+                activity.busy.visible = activity.progress.visible = False
+
+    def _go_to_dc(self, dc: float | None) -> None:
+        if dc is not None and dc != self.session.dc:
+            self._start("Changing dc", self.session.set_dc, dc)
 
     def _file_chosen(self, event) -> None:
         if event.new:  # {}: emptied, here or by removing the file in the widget
@@ -190,7 +290,7 @@ class StudioPage:
             self._start("Loading", self._load_upload, filename, content)
 
     def _sample_chosen(self, event) -> None:
-        if event.new != self._choice(self.session.dataset):  # not just the list following what is shown
+        if event.new != self._choice(self.studio.dataset):  # not just the list following what is shown
             self._start("Loading", self._load_sample, event.new)
 
     def _load_sample(self, choice: str, progress=None) -> None:
@@ -206,16 +306,16 @@ class StudioPage:
         self._load(self._your_file, progress)
 
     def _load(self, dataset: Dataset, progress=None) -> None:
-        self.session.load(dataset, progress=progress)
+        self.studio.load(dataset, progress=progress)
         self._show_dataset()
 
     # showing the state --------------------------------------------------------------------------------------
-    def _show_progress(self, phase: str, fraction: float) -> None:
-        self.busy.object = f"**{PHASES.get(phase, phase)}… {100 * fraction:.0f}%**"
-        self.progress.value = int(100 * fraction)
+    def _show_progress(self, activity: Activity, phase: str, fraction: float) -> None:
+        activity.busy.object = f"**{PHASES.get(phase, phase)}… {100 * fraction:.0f}%**"
+        activity.progress.value = int(100 * fraction)
 
     def _show_dataset(self) -> None:
-        dataset = self.session.dataset
+        dataset = self.studio.dataset
         points = dataset.points
         dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
         self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{dropped}"
@@ -228,6 +328,8 @@ class StudioPage:
 
     def _show_parameters(self, *events) -> None:
         session = self.session
+        if not session.loaded:  # DPC is shown again once it is chosen
+            return
         dc = session.dc
         if session.dataset is not self._slider_dataset or not self.dc.start <= dc <= self.dc.end:
             self.dc.param.update(start=dc / 20, end=dc * 4, step=dc / 100, format=_dc_format(dc / 20))  # around the rule's dc
@@ -256,23 +358,53 @@ class StudioPage:
                                     "band?). Accept them, or cancel and keep the current centers.")  # fmt: skip
         self.pending.visible = count > 0
 
+    def _show_method(self, *events) -> None:
+        """What belongs to the method shown, the colouring, and the comparison with the pinned clustering."""
+        studio = self.studio
+        self.method.value = studio.method
+        self.colour_by.param.update(value=studio.colour_by, disabled=studio.dataset.truth is None)
+        self.unpin.disabled = studio.pinned is None
+        for name, controls in (("dpc", self.dpc_controls), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
+            controls.visible = self.method_plots[name].visible = name == studio.method
+            if name in self.sensitivity:
+                self.sensitivity[name].visible = name == studio.method
+        self.dbscan.show()
+        self.hdbscan.show()
+        self._show_comparison()
+
+    def _show_comparison(self) -> None:
+        studio = self.studio
+        truth_ari = studio.truth_ari()
+        self.truth_note.object = ("No ground truth for this data set (the samples have one)." if truth_ari is None else
+                                  f"ARI of the {studio.active.title} clustering with the ground truth: **{truth_ari:.3f}**")  # fmt: skip
+        comparison = studio.comparison()
+        self.comparison.visible = comparison is not None
+        if comparison is not None:
+            ari, table = comparison
+            self.comparison_note.object = (f"**Now:** {studio.active.describe()}  \n**Pinned:** {studio.pinned.name}  \n"
+                                           f"**ARI: {ari:.3f}** (1: the same partition; about 0: unrelated). Points per "
+                                           "pair of clusters, the largest of each:")  # fmt: skip
+            self.contingency.value = table
+
     def _show_clusters(self, *events) -> None:
-        table = self.session.cluster_table()
+        table = self.studio.active.cluster_table()
         self.table_note.object = (f"{len(table):,} clusters: the plots mark the first {MAX_MARKERS} (largest γ); "
                                   "the table and the downloads have them all.")  # fmt: skip
-        self.table_note.visible = len(table) > MAX_MARKERS
-        self.table.value = table.assign(**{name: table[name].map(lambda v: float(f"{v:.4g}")) for name in ("rho", "delta")})
+        self.table_note.visible = self.studio.method == "dpc" and len(table) > MAX_MARKERS
+        floats = [name for name in table.columns if table[name].dtype.kind == "f"]
+        self.table.value = table.assign(**{name: table[name].map(lambda v: float(f"{v:.4g}")) for name in floats})
+        self._show_comparison()
         self._show_status()
 
     def _show_status(self) -> None:
-        timings = {**self.session.timings, **{f"render {k}": v for k, v in self.plots.render_seconds.items()}}
+        timings = {**self.studio.active.timings, **{f"render {k}": v for k, v in self.plots.render_seconds.items()}}
         self.status.object = "\n".join(
             f"- {phase}: " + ("cached" if seconds == 0 and phase in PHASES else f"{1000 * seconds:.1f} ms")
             for phase, seconds in timings.items()
         )
 
     def _labels_file(self, kind: str) -> io.BytesIO:
-        table = self.session.labels_table()
+        table = self.studio.active.labels_table()
         buffer = io.BytesIO()
         if kind == "csv":
             table.to_csv(buffer, index=False)
@@ -285,10 +417,19 @@ class StudioPage:
         """The browser went away: drop this session's arrays (the shared data set stays in the cache), and let go
         of what keeps the page alive after its session: the plots' streams, and Panel's registry of JS callbacks
         (weakly keyed, but each callback refers back to its widget, like the dc slider's text box)."""
-        self.session.close()
-        self.plots.close()
+        self.studio.close()
+        for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot):
+            plots.close()
         for widget in self.layout.select():
             Callback.registry.pop(widget, None)
+
+
+def _plot_pane(plot, name: str) -> pn.pane.HoloViews:
+    return pn.pane.HoloViews(plot, sizing_mode="stretch_width", name=name, linked_axes=False)  # no shared dimensions
+
+
+def _shown(plot, name: str) -> pn.Column:
+    return pn.Column(_plot_pane(plot, name), sizing_mode="stretch_width")
 
 
 def _percent_text(percent: float | None) -> str:

@@ -1,7 +1,8 @@
-"""The two plots of a session: the (rho, delta) decision graph and the 2-D view, both datashaded.
+"""The two main plots of a session: the (rho, delta) decision graph and the 2-D view, both datashaded.
 
 Datashading keeps every point on screen at millions of points and re-aggregates on zoom and pan (RangeXY).
-Both plots colour points by cluster and mark the centers with large markers in their cluster colours.
+Both plots colour points by cluster (the same colours for every method); DPC's centers get large markers in their
+cluster colours, and DBSCAN's core points are drawn larger than its border points.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from .state import ClusteringSession
+from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
 MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
@@ -45,13 +46,21 @@ def cluster_colour(label: int) -> str:
     return PALETTE[0] if label < 0 else CLUSTER_COLOURS[label % len(CLUSTER_COLOURS)]
 
 
-def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, names: tuple[str, str]) -> hv.RGB:
-    """Points aggregated per pixel and colour category, shaded, spread so lone points stay visible."""
+def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, names: tuple[str, str],
+                     large: np.ndarray | None = None) -> hv.RGB:  # fmt: skip
+    """Points aggregated per pixel and colour category, shaded, spread so lone points stay visible; points of the
+    ``large`` mask are drawn a pixel wider on every side, over the others."""
     x_range, y_range = _padded(x, x_range, width), _padded(y, y_range, height)
     frame = pd.DataFrame({"x": x, "y": y, "colour": colour_codes(labels)})
     canvas = ds.Canvas(plot_width=int(width), plot_height=int(height), x_range=x_range, y_range=y_range)
-    image = tf.shade(canvas.points(frame, "x", "y", ds.count_cat("colour")), color_key=list(PALETTE), min_alpha=200)
-    image = tf.dynspread(image, threshold=0.5, max_px=4)
+
+    def shade(rows: pd.DataFrame):
+        return tf.shade(canvas.points(rows, "x", "y", ds.count_cat("colour")), color_key=list(PALETTE), min_alpha=200)
+
+    if large is None:
+        image = tf.dynspread(shade(frame), threshold=0.5, max_px=4)
+    else:
+        image = tf.stack(tf.spread(shade(frame[~large]), px=1), tf.spread(shade(frame[large]), px=2))
     rgba = image.data.view(np.uint8).reshape(*image.shape, 4)[::-1]  # datashader's row 0 is the bottom
     return hv.RGB(rgba, bounds=(x_range[0], y_range[0], x_range[1], y_range[1]), kdims=list(names), vdims=list("RGBA"))
 
@@ -68,21 +77,27 @@ def _padded(values: np.ndarray, current, pixels: int) -> tuple[float, float]:
 
 
 class SessionPlots:
-    """DynamicMaps over a ClusteringSession; ``render_seconds`` holds the last shading time of each plot."""
+    """DynamicMaps over a Studio; ``render_seconds`` holds the last shading time of each plot."""
 
-    def __init__(self, session: ClusteringSession, on_render: Callable[[], None] = lambda: None):
-        self.session, self.on_render = session, on_render
+    def __init__(self, studio: Studio, on_render: Callable[[], None] = lambda: None):
+        self.studio, self.session, self.on_render = studio, studio.dpc, on_render
         self.render_seconds: dict[str, float] = {}
-        watched = hv.streams.Params(session, ["revision", "x_axis", "y_axis"])
+        graph_watched = hv.streams.Params(self.session, ["revision"])
+        view_watched = hv.streams.Params(studio, ["revision", "x_axis", "y_axis"])
         self.graph_ranges = hv.streams.RangeXY()
         self.view_ranges = hv.streams.RangeXY()
         size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
-        self.graph_image = hv.DynamicMap(self._graph_image, streams=[watched, self.graph_ranges, size[0]])
-        self.view_image = hv.DynamicMap(self._view_image, streams=[watched, self.view_ranges, size[1]])
+        self.graph_image = hv.DynamicMap(self._graph_image, streams=[graph_watched, self.graph_ranges, size[0]])
+        self.view_image = hv.DynamicMap(self._view_image, streams=[view_watched, self.view_ranges, size[1]])
         self.lasso = hv.streams.Lasso(source=self.graph_image)
         self.box = hv.streams.BoundsXY(source=self.graph_image)
-        self._streams = [watched, self.graph_ranges, self.view_ranges, *size, self.lasso, self.box]
-        session.param.watch(self._reset_zoom, ["dataset", "dc", "kernel", "x_axis", "y_axis"])
+        pinned_watched = hv.streams.Params(studio, ["pinned", "x_axis", "y_axis"])
+        pinned_size = hv.streams.PlotSize(width=PLOT_SIZE[0] // 2, height=PLOT_SIZE[1] // 2)
+        self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
+        self._streams = [graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size,
+                         pinned_size, self.lasso, self.box]  # fmt: skip
+        studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
+        self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel"])
 
     def decision_graph(self) -> hv.Overlay:
         centers = hv.DynamicMap(self._graph_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision"]))])
@@ -97,11 +112,16 @@ class SessionPlots:
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._view_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision", "x_axis", "y_axis"]))])
+        centers = hv.DynamicMap(self._view_centers, streams=[self._stream(hv.streams.Params(self.studio, ["revision", "x_axis", "y_axis"]))])
         return (self.view_image * centers).opts(
             hv.opts.RGB(title="Points by cluster", framewise=True, active_tools=["wheel_zoom"], **_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"]),
         )  # fmt: skip
+
+    def pinned_view(self) -> hv.DynamicMap:
+        """The pinned clustering in the same 2-D view, small, for the comparison strip."""
+        return self.pinned_image.opts(hv.opts.RGB(title="Pinned: {label}", responsive=True, min_width=300, height=300,
+                                                  default_tools=["save"], toolbar=None))  # fmt: skip
 
     def close(self) -> None:
         """Detach this session's streams from their plots. HoloViews keeps every stream in a registry keyed weakly
@@ -115,7 +135,9 @@ class SessionPlots:
         return stream
 
     # callbacks ----------------------------------------------------------------------------------------------
-    def _graph_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
+    def _graph_image(self, revision, x_range, y_range, width, height, scale=1.0):
+        if not self.session.loaded:  # DPC not shown since the data set changed: it loads when chosen again
+            return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=["rho", "delta"], vdims=list("RGBA"))
         model, started = self.session.model, time.perf_counter()
         image = shade_categories(model.rho_, model.delta_, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"))
         self.render_seconds["decision graph"] = time.perf_counter() - started
@@ -123,35 +145,47 @@ class SessionPlots:
         return image
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
-        dataset, started = self.session.dataset, time.perf_counter()
-        x, y = dataset.axis_values(x_axis), dataset.axis_values(y_axis)
-        image = shade_categories(x, y, self.session.labels(), x_range, y_range, width, height, _view_dims(x_axis, y_axis))
+        studio, started = self.studio, time.perf_counter()
+        x, y = studio.dataset.axis_values(x_axis), studio.dataset.axis_values(y_axis)
+        image = shade_categories(x, y, studio.labels(), x_range, y_range, width, height, _view_dims(x_axis, y_axis),
+                                 large=studio.large_points())  # fmt: skip
         self.render_seconds["2-D view"] = time.perf_counter() - started
         self.on_render()
         return image
 
+    def _pinned_image(self, pinned, x_axis, y_axis, width, height, scale=1.0):
+        dims = _view_dims(x_axis, y_axis)
+        if pinned is None:
+            return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=list(dims), vdims=list("RGBA"), label="nothing yet")
+        x, y = self.studio.dataset.axis_values(x_axis), self.studio.dataset.axis_values(y_axis)
+        return shade_categories(x, y, pinned.labels, None, None, width, height, dims).relabel(pinned.name)
+
     def _graph_centers(self, revision):
+        if not self.session.loaded:
+            return self._centers(np.empty(0), np.empty(0), ("rho", "delta"), np.empty(0, np.int64))
         model = self.session.model
         centers = model.centers_
-        return self._centers(model.rho_[centers], model.delta_[centers], ("rho", "delta"))
+        return self._centers(model.rho_[centers], model.delta_[centers], ("rho", "delta"), centers)
 
     def _view_centers(self, revision, x_axis, y_axis):
-        dataset, centers = self.session.dataset, self.session.model.centers_
+        """DPC's centers while its clusters are shown; no marker for the other methods or the ground truth."""
+        shown = self.studio.method == "dpc" and self.studio.colour_by == "clusters"
+        dataset, centers = self.studio.dataset, self.session.model.centers_ if shown else np.empty(0, np.int64)
         x, y = dataset.axis_values(x_axis)[centers], dataset.axis_values(y_axis)[centers]
-        return self._centers(x, y, _view_dims(x_axis, y_axis))
+        return self._centers(x, y, _view_dims(x_axis, y_axis), centers)
 
-    def _centers(self, x, y, names: tuple[str, str]) -> hv.Points:
-        centers = self.session.model.centers_[:MAX_MARKERS]
+    def _centers(self, x, y, names: tuple[str, str], centers: np.ndarray) -> hv.Points:
+        centers = centers[:MAX_MARKERS]
         clusters = np.arange(len(centers))
         x, y = x[:MAX_MARKERS], y[:MAX_MARKERS]
         frame = pd.DataFrame({
-            names[0]: x, names[1]: y, "cluster": clusters, "row": self.session.dataset.points.rows[centers],
-            "colour": [cluster_colour(c) for c in clusters],
+            names[0]: x, names[1]: y, "cluster": clusters, "row": self.studio.dataset.points.rows[centers],
+            "colour": np.array([cluster_colour(c) for c in clusters], object),  # strings even when empty (BokehJS)
         })  # fmt: skip
         return hv.Points(frame, list(names), ["cluster", "row", "colour"])
 
     def _reset_zoom(self, *events) -> None:
-        """New data, dc or axes: the old zoom means nothing, show the whole extent again."""
+        """New data or axes: the old zoom means nothing, show the whole extent again."""
         for ranges in (self.graph_ranges, self.view_ranges):
             ranges.reset()
 

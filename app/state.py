@@ -1,4 +1,4 @@
-"""The state of one browser session: data set, parameters, chosen centers and their undo history.
+"""The Density Peaks state of one browser session: dc, kernel, chosen centers and their undo history, the dc sweep.
 
 No UI code here (param only), so tests drive it headless exactly as the page does. Every action computes its
 result first and changes the state only when that succeeded, so an engine error leaves the last good state.
@@ -19,10 +19,11 @@ import pandas as pd
 import param
 
 from dpstudio.engine import DensityPeaks
-from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset
+from .method_state import MethodState
+from .sweep import dc_sweep, sweep_dcs
 
 UNDO_DEPTH = 50
 CONFIRM_ABOVE = 1000  # a choice of more centers waits for confirm(): it is nearly always a sloppy lasso
@@ -62,28 +63,25 @@ def follow_picks(picks: Picks, dc: float, parent: np.ndarray, delta: np.ndarray)
     return current[np.sort(first)]
 
 
-class ClusteringSession(param.Parameterized):
-    """What one user sees and changes. The page binds widgets to these parameters and calls these methods."""
+class ClusteringSession(MethodState):
+    """Density Peaks as one user sees and changes it. The page binds widgets to these parameters and calls these
+    methods."""
 
-    dataset = param.Parameter(doc="the loaded Dataset, shared with other sessions through the DatasetCache")
+    title = "DPC"
     kernel = param.Selector(objects=list(KERNELS), default="cutoff")
     dc = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True), constant=True)
     dc_percent = param.Number(default=2.0, allow_None=True, bounds=(0, 100), inclusive_bounds=(False, True),
                               doc="the percent rule that gave dc; None once dc is set directly")  # fmt: skip
     show_halo = param.Boolean(default=False, constant=True, doc="grey out halo points (computed on demand)")
-    x_axis = param.Selector(objects=[None], default=None)
-    y_axis = param.Selector(objects=[None], default=None)
     centers = param.Array(default=np.empty(0, np.int64), constant=True, doc="center point indices, label order")
     centers_picked = param.Boolean(default=False, constant=True, doc="chosen by the user, so a dc change follows them")
     pending_centers = param.Integer(default=0, constant=True, doc="centers of a choice waiting for confirm() or cancel()")
     can_undo = param.Boolean(default=False, constant=True)
     notice = param.String(default="", constant=True, doc="a warning about the current dc, empty when none")
-    timings = param.Dict(default={}, constant=True, doc="seconds of the last update per phase")
-    revision = param.Integer(default=0, constant=True, doc="bumped whenever labels or the decision graph change")
+    sweep = param.Parameter(default=None, constant=True, doc="the last DcSweep over this data set and kernel")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._model: DensityPeaks | None = None
         self._picks: Picks | None = None  # None: the automatic clusters (which no dc changes)
         self._pending: Picks | None = None
         self._history: list[Picks | None] = []
@@ -92,11 +90,9 @@ class ClusteringSession(param.Parameterized):
     def load(self, dataset: Dataset, progress=None) -> None:
         """Show a data set (its index is shared); dc from the current percent rule, the automatic clusters."""
         model = DensityPeaks(dc_percent=self.dc_percent or 2.0, kernel=self.kernel).fit(dataset.indexed, progress=progress)
-        x_axis, y_axis = dataset.default_axes()
         self._model, self._history = model, []  # the old data set's centers mean nothing here
         with param.edit_constant(self):
-            self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
-            self.param.update(dataset=dataset, x_axis=x_axis, y_axis=y_axis, dc_percent=self.dc_percent or 2.0)
+            self.param.update(dataset=dataset, dc_percent=self.dc_percent or 2.0, sweep=None)
         self._publish(None, timings=dict(model.timings_))
 
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
@@ -117,7 +113,7 @@ class ClusteringSession(param.Parameterized):
             model.timings_.update(before)
             raise
         with param.edit_constant(self):
-            self.param.update(kernel=kernel, dc_percent=dc_percent)
+            self.param.update(kernel=kernel, dc_percent=dc_percent, sweep=self.sweep if kernel == self.kernel else None)
         self._publish(picks, timings=dict(model.timings_))
 
     def set_halo(self, show: bool) -> None:
@@ -208,10 +204,25 @@ class ClusteringSession(param.Parameterized):
                 revision=self.revision + 1,
             )  # fmt: skip
 
+    # the dc sweep --------------------------------------------------------------------------------------------
+    def run_sweep(self, progress=None) -> None:
+        """Cluster at SWEEP_DCS dc values (``sweep.dc_sweep``); kept unless the data set or kernel changed meanwhile,
+        so it may run beside other actions."""
+        self._require_data()
+        dataset, kernel = self.dataset, self.kernel
+        result = dc_sweep(dataset.indexed, kernel, sweep_dcs(dataset.indexed), progress)
+        if (self.dataset, self.kernel) == (dataset, kernel):
+            with param.edit_constant(self):
+                self.sweep = result
+
+    def sweep_frame(self) -> pd.DataFrame | None:
+        """The sweep per dc (see ``DcSweep.frame``) against the current labels, or None before a sweep."""
+        return None if self.sweep is None else self.sweep.frame(self._require_data().labels_)
+
     # results for the views -----------------------------------------------------------------------------------
-    @property
-    def model(self) -> DensityPeaks:
-        return self._require_data()
+    def describe(self) -> str:
+        kernel = "" if self.kernel == "cutoff" else ", Gaussian"
+        return f"DPC dc={self.dc:.4g}{kernel}, {len(self.centers)} clusters"
 
     def labels(self) -> np.ndarray:
         """Cluster label per point; -1 for halo points while the halo toggle is on."""
@@ -235,22 +246,12 @@ class ClusteringSession(param.Parameterized):
             table["halo"] = np.bincount(model.labels_[model.halo_], minlength=len(model.centers_))
         return table
 
-    def labels_table(self) -> pd.DataFrame:
-        """The download: one row per input row, as ``dpstudio cluster --out`` writes (see ``with_dropped_rows``)."""
-        points = self.dataset.points
-        return with_dropped_rows(self._require_data().to_frame(rows=points.rows), points.dropped_rows)
-
     def close(self) -> None:
-        """Forget this session's results; device memory the shared data set does not use is given back."""
-        if self._model is not None:
-            backend = self._model.indexed_.backend
-            self._model, self._history = None, []
-            backend.free_memory()
+        self._history = []
+        super().close()
 
     def _require_data(self) -> DensityPeaks:
-        if self._model is None:
-            raise RuntimeError("no data set is loaded")
-        return self._model
+        return self.model
 
 
 def _centers_at_dc(picks: Picks, model: DensityPeaks) -> np.ndarray:

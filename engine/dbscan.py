@@ -139,7 +139,8 @@ class HDBSCAN(_OnIndex):
     Attributes (after ``fit``)
     --------------------------
     labels_, probabilities_ (as scikit-learn), outlier_scores_ (GLOSH, as the ``hdbscan`` package),
-    condensed_tree_ (``hierarchy.CondensedTree``), core_distances_, timings_.
+    condensed_tree_ (``hierarchy.CondensedTree``), selected_clusters_ (its ids labelled 0, 1, ...), core_distances_,
+    timings_.
 
     Mutual-reachability distances tie often (an edge's weight is often a core distance), so several minimum
     spanning trees exist. This one keeps the least edge by (distance, smaller index, larger index), which every
@@ -181,9 +182,21 @@ class HDBSCAN(_OnIndex):
         tree = self._tree
         self.condensed_tree_ = hierarchy.condensed_tree(tree.u, tree.v, tree.w2, self.indexed_.n_points, self.min_cluster_size)
         selection = hierarchy.select_clusters(self.condensed_tree_, self.cluster_selection_method, float(self.cluster_selection_epsilon))
-        self.labels_, self.probabilities_, self.outlier_scores_ = selection.labels, selection.probabilities, selection.outlier_scores
-        self.timings_["relabel"] = time.perf_counter() - started
+        self._label(selection, started)
         return self
+
+    def set_clusters(self, cluster_ids) -> HDBSCAN:
+        """Label by chosen clusters of ``condensed_tree_`` (ids > N, none inside another) instead of a selection
+        rule: the analyst's own choice on the same tree. ``set_selection`` goes back to a rule."""
+        self._require_fit()
+        started = time.perf_counter()
+        self._label(hierarchy.label_clusters(self.condensed_tree_, cluster_ids), started)
+        return self
+
+    def _label(self, selection: hierarchy.Selection, started: float) -> None:
+        self.labels_, self.probabilities_, self.outlier_scores_ = selection.labels, selection.probabilities, selection.outlier_scores
+        self.selected_clusters_ = selection.selected
+        self.timings_["relabel"] = time.perf_counter() - started
 
     def to_frame(self, rows=None) -> pd.DataFrame:
         """Per-point results: index, label, probability, outlier_score."""

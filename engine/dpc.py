@@ -115,7 +115,7 @@ class DensityPeaks(IndexedEstimator):
 
     def set_dc(
         self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
-        centers=None, progress: Progress | None = None,
+        centers=None, progress: Progress | None = None, cache: bool = True,
     ) -> DensityPeaks:  # fmt: skip
         """Recompute rho and delta for a new dc (or percent rule, or kernel), reusing the index, then assign
         ``centers``: point indices, or a function of this estimator (with its new rho, delta and parent) that
@@ -123,7 +123,8 @@ class DensityPeaks(IndexedEstimator):
         changes, or the gamma rule's centers at the new dc). With neither dc nor dc_percent, dc comes from the
         estimator's ``dc_rule``.
 
-        The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free.
+        The last few (kernel, dc) results are cached (``IndexedPoints.CACHED_FIELDS``), so moving back is free;
+        ``cache=False`` leaves the cache as it was (a sweep).
         """
         self._require_fit(needs="indexed_")
         kernel = kernel or self.kernel
@@ -132,7 +133,7 @@ class DensityPeaks(IndexedEstimator):
             dc = self.indexed_.dc_for_entropy(timings=self.timings_)
         elif dc is None:
             dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
-        self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_)
+        self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_, cache=cache)
         self.dc_, self.kernel_ = self._fields.dc, kernel
         return self.assign(centers=centers(self) if callable(centers) else centers)
 

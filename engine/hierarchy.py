@@ -385,19 +385,56 @@ def _label_points(parent, child, lam, n, cluster_parent, selected, death):
     return labels, probabilities, scores
 
 
-def select_clusters(tree: CondensedTree, method: str = "eom", epsilon: float = 0.0) -> Selection:
-    """Flat clusters from the condensed tree: excess of mass ("eom") or the leaves ("leaf"), then
-    ``cluster_selection_epsilon``; labels, probabilities and GLOSH outlier scores of every point."""
+@dataclass(frozen=True)
+class ClusterHierarchy:
+    """The clusters of a condensed tree, indexed by id - N (0 is the root): each one's parent, the lambda it was
+    born at and the largest lambda under it, and its stability (excess of mass)."""
+
+    parent: np.ndarray
+    birth: np.ndarray
+    death: np.ndarray
+    stability: np.ndarray
+
+
+def cluster_hierarchy(tree: CondensedTree) -> ClusterHierarchy:
     n, m = tree.n_points, tree.n_clusters
     cluster_parent = np.zeros(m, np.int64)
     is_cluster_row = tree.child >= n
     cluster_parent[tree.child[is_cluster_row] - n] = tree.parent[is_cluster_row] - n
-    birth, death, stability = _stability(tree.parent, tree.child, tree.lambda_val, tree.child_size, n, m)
-    selected = _excess_of_mass(cluster_parent, stability) if method == "eom" else _leaves(cluster_parent)
-    if epsilon != 0.0 and m > 1:
-        selected = _epsilon_search(selected, cluster_parent, birth, epsilon)
+    return ClusterHierarchy(cluster_parent, *_stability(tree.parent, tree.child, tree.lambda_val, tree.child_size, n, m))
+
+
+def select_clusters(tree: CondensedTree, method: str = "eom", epsilon: float = 0.0) -> Selection:
+    """Flat clusters from the condensed tree: excess of mass ("eom") or the leaves ("leaf"), then
+    ``cluster_selection_epsilon``; labels, probabilities and GLOSH outlier scores of every point."""
+    clusters = cluster_hierarchy(tree)
+    selected = _excess_of_mass(clusters.parent, clusters.stability) if method == "eom" else _leaves(clusters.parent)
+    if epsilon != 0.0 and selected.size > 1:
+        selected = _epsilon_search(selected, clusters.parent, clusters.birth, epsilon)
+    return _selection(tree, clusters, selected)
+
+
+def label_clusters(tree: CondensedTree, cluster_ids) -> Selection:
+    """The flat clustering of chosen condensed-tree clusters (ids N + 1, ...; none inside another), labelled in
+    increasing id as ``select_clusters`` labels its own choice: a hand-made selection on the same tree."""
+    clusters = cluster_hierarchy(tree)
+    ids = np.asarray(cluster_ids, np.int64).reshape(-1) - tree.n_points
+    if ids.size and (ids.min() < 1 or ids.max() >= clusters.parent.size):
+        raise ValueError(f"cluster ids must be between {tree.n_points + 1} and {tree.n_points + clusters.parent.size - 1}")
+    selected = np.zeros(clusters.parent.size, bool)
+    selected[ids] = True
+    for c in np.flatnonzero(selected):
+        up = clusters.parent[c]
+        while up > 0:
+            if selected[up]:
+                raise ValueError(f"cluster {c + tree.n_points} lies inside cluster {up + tree.n_points}: choose one of them")
+            up = clusters.parent[up]
+    return _selection(tree, clusters, selected)
+
+
+def _selection(tree: CondensedTree, clusters: ClusterHierarchy, selected: np.ndarray) -> Selection:
     selected[0] = False  # the root labels nothing (scikit-learn's allow_single_cluster=False)
     labels, probabilities, scores = _label_points(
-        tree.parent, tree.child, tree.lambda_val, n, cluster_parent, selected, death
+        tree.parent, tree.child, tree.lambda_val, tree.n_points, clusters.parent, selected, clusters.death
     )
-    return Selection(labels, probabilities, scores, np.flatnonzero(selected) + n, stability)
+    return Selection(labels, probabilities, scores, np.flatnonzero(selected) + tree.n_points, clusters.stability)

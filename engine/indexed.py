@@ -170,6 +170,7 @@ class IndexedPoints:
         self._dc_by_percent.clear()
         self._neighbours = None
         self._trees.clear()
+        self._dc_by_entropy = None
 
     def dc_for_percent(self, percent: float, timings: dict | None = None) -> float:
         """dc from the percent rule (``dpstudio.engine.dc``, which checks the percent), remembered per percent."""
@@ -197,10 +198,13 @@ class IndexedPoints:
                 _record(timings, "dc", 0.0)
             return self._dc_by_entropy
 
-    def fields(self, kernel: str, dc: float, progress: Progress | None = None, timings: dict | None = None) -> Fields:
+    def fields(
+        self, kernel: str, dc: float, progress: Progress | None = None, timings: dict | None = None, cache: bool = True
+    ) -> Fields:  # fmt: skip
         """rho, delta, parent, order and gamma for (kernel, dc); computed from the index unless cached.
 
-        ``timings`` receives the seconds spent on "rho" and "delta" (0.0 for a cached result).
+        ``timings`` receives the seconds spent on "rho" and "delta" (0.0 for a cached result). ``cache=False``
+        keeps a new result out of the cache, so a sweep over many dc values does not push out the recent ones.
         """
         check_kernel(kernel)
         check_number("dc", dc)
@@ -218,9 +222,10 @@ class IndexedPoints:
             self.backend.synchronize()
             _record(timings, "rho", time.perf_counter() - started)
             fields = self.fields_from_rho(kernel, float(dc), rho, progress, timings)
-            self._fields[key] = fields
-            if len(self._fields) > self.CACHED_FIELDS:
-                self._fields.popitem(last=False)
+            if cache:
+                self._fields[key] = fields
+                if len(self._fields) > self.CACHED_FIELDS:
+                    self._fields.popitem(last=False)
             return fields
 
     def fields_from_rho(

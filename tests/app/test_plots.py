@@ -6,7 +6,7 @@ import numpy as np
 
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, SessionPlots, shade_categories
-from dpstudio.app.state import ClusteringSession
+from dpstudio.app.studio import Studio
 
 
 def test_no_cluster_colour_passes_for_the_halo_grey():
@@ -27,10 +27,12 @@ def test_extreme_points_leave_room_for_their_markers(rng):
 
 
 def test_center_markers_are_capped():
-    session = ClusteringSession()
-    session.load(DatasetCache(backend="cpu").sample("blobs"))
-    plots = SessionPlots(session)
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots, session = SessionPlots(studio), studio.dpc
     session.pick_count(MAX_MARKERS + 50)
     assert len(session.centers) > MAX_MARKERS
     assert len(plots._graph_centers(session.revision).data) == MAX_MARKERS
-    assert len(plots._view_centers(session.revision, "x", "y").data) == MAX_MARKERS
+    assert len(plots._view_centers(studio.revision, "x", "y").data) == MAX_MARKERS
+    studio.set_method("dbscan")  # centers are DPC's: no markers for the other methods
+    assert len(plots._view_centers(studio.revision, "x", "y").data) == 0

@@ -11,6 +11,7 @@ import pytest
 from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.state import CONFIRM_ABOVE, ClusteringSession, Picks, follow_picks
+from dpstudio.app.studio import Studio
 from dpstudio.engine import DataError, DensityPeaks
 
 
@@ -39,7 +40,6 @@ def test_load_suggests_centers_like_the_engine(session):
     reference = DensityPeaks(backend="cpu").fit(sample_data.path("blobs"))
     np.testing.assert_array_equal(session.centers, reference.centers_)
     assert session.dc == reference.dc_ and session.dc_percent == 2.0
-    assert (session.x_axis, session.y_axis) == ("x", "y")
     table = session.cluster_table()
     assert table["size"].sum() == 2300 and list(table["cluster"]) == list(range(len(reference.centers_)))
 
@@ -264,10 +264,12 @@ def test_download_rows_point_back_to_the_input(cache, tmp_path):
 
 
 def test_high_dimensional_data_opens_on_principal_components(cache):
-    session = ClusteringSession()
-    session.load(cache.sample("blobs3d"))
-    assert (session.x_axis, session.y_axis) == ("PC1", "PC2")
-    assert session.dataset.axis_values("PC1").shape == (session.dataset.n_points,)
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    assert (studio.x_axis, studio.y_axis) == ("x", "y")
+    studio.load(cache.sample("blobs3d"))
+    assert (studio.x_axis, studio.y_axis) == ("PC1", "PC2")
+    assert studio.dataset.axis_values("PC1").shape == (studio.dataset.n_points,)
 
 
 def test_uploads_are_parsed_in_memory_in_every_format(cache, tmp_path, monkeypatch, rng):

@@ -211,6 +211,48 @@ def test_hdbscan_runs_on_degenerate_data(case, rng):
     np.testing.assert_array_equal(model.probabilities_[labels < 0], 0)
 
 
+@pytest.mark.parametrize("method", ["eom", "leaf"])
+def test_chosen_clusters_label_like_the_rule_that_chose_them(method, rng):
+    points = blobs(rng, 1500).astype(np.float32)
+    model = HDBSCAN(min_cluster_size=10, cluster_selection_method=method, backend="cpu").fit(points)
+    by_rule = (model.labels_.copy(), model.probabilities_.copy(), model.outlier_scores_.copy(), model.selected_clusters_)
+    model.set_clusters(by_rule[3])
+    for got, expected in zip((model.labels_, model.probabilities_, model.outlier_scores_), by_rule):
+        np.testing.assert_array_equal(got, expected)
+    # the root's children: two clusters that hold every point between them, labelled in increasing id
+    n, tree = points.shape[0], model.condensed_tree_
+    top = np.sort(tree.child[(tree.parent == n) & (tree.child >= n)])
+    model.set_clusters(top[::-1])
+    assert set(model.labels_[model.labels_ >= 0]) == set(range(len(top)))
+    for label, cluster in enumerate(top):
+        members = np.isin(np.arange(n), _points_under(tree, cluster))
+        np.testing.assert_array_equal(model.labels_ == label, members)
+    model.set_clusters([])
+    assert (model.labels_ == -1).all()
+    model.set_selection()
+    np.testing.assert_array_equal(model.labels_, by_rule[0])
+
+
+def _points_under(tree, cluster):
+    """Every point in the subtree of a condensed-tree cluster (the slow, obvious way)."""
+    inside, points = {cluster}, []
+    for parent, child in zip(tree.parent, tree.child):  # rows come parents first (breadth first)
+        if parent in inside:
+            (inside.add if child >= tree.n_points else points.append)(child)
+    return points
+
+
+def test_chosen_clusters_must_be_in_the_tree_and_apart(rng):
+    model = HDBSCAN(min_cluster_size=10, backend="cpu").fit(blobs(rng, 800).astype(np.float32))
+    n, tree = 800, model.condensed_tree_
+    with pytest.raises(ValueError, match="cluster ids must be between"):
+        model.set_clusters([n])  # the root
+    child = tree.child.max()  # the root has two children, n + 1 and n + 2: any later cluster lies in one of them
+    assert child > n + 2
+    with pytest.raises(ValueError, match="lies inside cluster"):
+        model.set_clusters([tree.parent[tree.child == child][0], child])
+
+
 def test_estimators_share_one_index_and_cache_per_min_samples(rng):
     points = blobs(rng, 2000).astype(np.float32)
     index = IndexedPoints(points, backend="cpu")

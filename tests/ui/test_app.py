@@ -33,9 +33,10 @@ def open_app(page: Page, url: str) -> None:
 def plot_canvas(page: Page, title: str):
     """The drawing canvas of a plot, by its title; plots sit side by side, each with a primary and an overlay canvas."""
     index = {"Decision graph": 0, "Points by cluster": 1}[title]
-    canvases = [c for c in page.locator("canvas").all() if c.bounding_box()["width"] > 200]
-    lefts = sorted({c.bounding_box()["x"] for c in canvases})
-    return next(c for c in canvases if c.bounding_box()["x"] == lefts[index])  # the first is the primary layer
+    boxes = [(c, c.bounding_box()) for c in page.locator("canvas").all()]
+    canvases = [(c, box) for c, box in boxes if box and box["width"] > 200 and box["y"] < 600]  # shown, in the top row
+    lefts = sorted({box["x"] for _, box in canvases})
+    return next(c for c, box in canvases if box["x"] == lefts[index])  # the first is the primary layer
 
 
 def table_rows(page: Page) -> int:

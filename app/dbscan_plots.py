@@ -1,0 +1,86 @@
+"""DBSCAN's plots: the k-distance curve with eps as a line, and the exact numbers of clusters and noise points at
+every eps. Clicking or dragging on any of them sets eps (the streams ``eps_events`` carry x or y to the page).
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+
+from .density_state import DBSCANState, EpsCurve
+
+CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
+EXACT_STEPS = 4000  # step curves with more steps than this are drawn from their exact counts at CURVE_POINTS eps
+EPS_LINE = {"color": "#d62728", "line_width": 2, "line_dash": "dashed"}
+SMALL_SIZE = {"responsive": True, "min_width": 300, "height": 230, "framewise": True}  # axes follow each new frame
+
+
+def k_distance_points(distances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rank, distance) of at most CURVE_POINTS points of the sorted curve, both ends included."""
+    ranks = np.unique(np.linspace(0, distances.size - 1, min(distances.size, CURVE_POINTS)).astype(np.int64))
+    return ranks, distances[ranks]
+
+
+def eps_steps(curve: EpsCurve, eps_range: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(eps, clusters, noise) to draw as steps over ``eps_range``: every step when few, else the exact counts at
+    CURVE_POINTS eps spaced evenly in log."""
+    low, high = eps_range
+    if curve.eps.size <= EXACT_STEPS:
+        inside = (curve.eps >= low) & (curve.eps <= high)
+        eps = np.concatenate([[low], curve.eps[inside], [high]])
+    else:
+        eps = np.geomspace(low, high, CURVE_POINTS)
+    return (eps, *curve.counts(eps))
+
+
+class DBSCANPlots:
+    def __init__(self, state: DBSCANState):
+        self.state = state
+        tree = hv.streams.Params(state, ["min_samples", "dataset"])
+        eps = hv.streams.Params(state, ["eps"])
+        self.k_curve = hv.DynamicMap(self._k_distance, streams=[tree])
+        self.clusters_curve = hv.DynamicMap(lambda **kw: self._counts("clusters", **kw), streams=[tree])
+        self.noise_curve = hv.DynamicMap(lambda **kw: self._counts("noise", **kw), streams=[tree])
+        self.h_line = hv.DynamicMap(lambda eps: hv.HLine(eps or 1.0), streams=[eps])
+        self.v_lines = [hv.DynamicMap(lambda eps: hv.VLine(eps or 1.0), streams=[eps]) for _ in range(2)]
+        # a click sets eps, and so does a drag (pan events, no pan tool on these plots): y on the k-distance
+        # plot, x on the counts
+        self.eps_events = [
+            (axis, stream(source=source))
+            for axis, source in (("y", self.k_curve), ("x", self.clusters_curve), ("x", self.noise_curve))
+            for stream in (hv.streams.Tap, hv.streams.Draw)
+        ]
+        self._streams = [tree, eps, *(s for _, s in self.eps_events)]
+
+    def k_distance(self) -> hv.Overlay:
+        return (self.k_curve * self.h_line).opts(
+            hv.opts.Curve(title="k-distance: click or drag to set ε", logy=True, color="#333", tools=["hover"],
+                          default_tools=["wheel_zoom", "reset", "save"], **SMALL_SIZE),
+            hv.opts.HLine(**EPS_LINE),
+        )  # fmt: skip
+
+    def sensitivity(self) -> list[hv.Overlay]:
+        """Clusters and noise at every eps, as separate plots for the page to stack: with an hv.Layout's grid
+        on this page, BokehJS in Chromium never reached idle and stopped sending the page's events."""
+        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "default_tools": ["wheel_zoom", "reset"], **SMALL_SIZE}
+        return [
+            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(title="Clusters at every ε (exact)", color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(title="Noise points at every ε (exact)", color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
+        ]  # fmt: skip
+
+    def close(self) -> None:
+        for stream in self._streams:
+            stream.source = None
+
+    def _k_distance(self, min_samples, dataset):
+        # the same dimension names whatever is shown: BokehJS keeps the first columns it was sent
+        ranks, distances = k_distance_points(self.state.k_distances()) if self.state.loaded else ([], [])
+        return hv.Curve((ranks, distances), "points, by core distance",
+                        hv.Dimension("core distance", label=f"distance to the {min_samples}-th nearest"))  # fmt: skip
+
+    def _counts(self, which: str, min_samples, dataset):
+        if not self.state.loaded:
+            return hv.Curve([], "ε", which)
+        curve = self.state.curve()
+        eps, clusters, noise = eps_steps(curve, curve.eps_range())
+        return hv.Curve((eps, clusters if which == "clusters" else noise), "ε", which)

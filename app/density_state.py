@@ -1,0 +1,185 @@
+"""The DBSCAN and HDBSCAN states of one browser session (no UI code), over the data set's shared index.
+
+Both read the index's cached spanning tree per min_samples: an eps change or a new cluster selection is a relabel
+that computes no distance. Each action computes a new model (or relabels a copy of the choice) first and shows
+it only when that succeeded, so a wrong value leaves the last good clustering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import param
+
+from dpstudio.engine import DBSCAN, HDBSCAN
+from dpstudio.engine.dbscan import SELECTION_METHODS, check_eps
+from dpstudio.engine.hierarchy import cluster_hierarchy
+
+from .method_state import MethodState
+
+
+def _check_min_samples(value: int, dataset) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= dataset.n_points:
+        raise ValueError(f"min_samples must be a whole number from 1 to the number of points ({dataset.n_points}), got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class EpsCurve:
+    """DBSCAN's exact counts at every eps where one changes (``DBSCAN.eps_curve``), for one min_samples."""
+
+    eps: np.ndarray
+    clusters: np.ndarray
+    noise: np.ndarray
+    n_points: int
+
+    def counts(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """(clusters, noise) at each eps: the counts of the last step at or below it (before the first: 0, every
+        point)."""
+        step = np.searchsorted(self.eps, eps, "right") - 1
+        before = step < 0
+        step = np.maximum(step, 0)
+        return np.where(before, 0, self.clusters[step]), np.where(before, self.n_points, self.noise[step])
+
+    def at(self, eps: float) -> tuple[int, int]:
+        clusters, noise = self.counts(eps)
+        return int(clusters), int(noise)
+
+    def eps_range(self) -> tuple[float, float]:
+        """Where eps means something: from the first positive step to past the last one (one cluster, no noise)."""
+        positive = self.eps[self.eps > 0]
+        low = float(positive[0]) if positive.size else 1e-3
+        high = float(self.eps[-1]) * 1.5 if self.eps.size and self.eps[-1] > 0 else 1.0
+        return low, max(high, low * 10)
+
+
+class DBSCANState(MethodState):
+    title = "DBSCAN"
+
+    eps = param.Number(default=None, allow_None=True, constant=True, doc="set by set_eps; the knee at load")
+    min_samples = param.Integer(default=5, bounds=(1, None), constant=True)
+    show_core = param.Boolean(default=True, constant=True, doc="draw core points larger than border points")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._curve: EpsCurve | None = None
+
+    def load(self, dataset, progress=None) -> None:
+        """Cluster a data set at the knee of its k-distance curve (``suggest_eps``)."""
+        min_samples = _check_min_samples(min(self.min_samples, dataset.n_points), dataset)
+        model = DBSCAN(eps=None, min_samples=min_samples).fit(dataset.indexed, progress=progress)
+        self._show_tree(model, dataset=dataset)
+
+    def set_eps(self, eps: float) -> None:
+        """Relabel at eps from the cached tree (cheap enough to follow a dragged slider)."""
+        check_eps(eps)
+        model = self.model
+        model.set_eps(float(eps))
+        self._show(model, eps=model.eps_)
+
+    def set_min_samples(self, min_samples: int, progress=None) -> None:
+        """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""
+        min_samples = _check_min_samples(min_samples, self.dataset)
+        model = DBSCAN(eps=self.eps, min_samples=min_samples).fit(self.dataset.indexed, progress=progress)
+        self._show_tree(model)
+
+    def set_show_core(self, show: bool) -> None:
+        with param.edit_constant(self):
+            self.param.update(show_core=bool(show), revision=self.revision + 1)
+
+    def _show_tree(self, model: DBSCAN, **changes) -> None:
+        self._curve = EpsCurve(*model.eps_curve(), model.indexed_.n_points)
+        self._show(model, eps=model.eps_, min_samples=model.min_samples_, **changes)
+
+    # results for the views ----------------------------------------------------------------------------------
+    def curve(self) -> EpsCurve:
+        self.model
+        return self._curve
+
+    def k_distances(self) -> np.ndarray:
+        """Core distances sorted from the largest (the k-distance plot), infinite ones left out."""
+        distances = self.model.core_distances_
+        return np.sort(distances[np.isfinite(distances)])[::-1]
+
+    def core(self) -> np.ndarray:
+        """Core-point mask at the current eps."""
+        mask = np.zeros(self.dataset.n_points, bool)
+        mask[self.model.core_sample_indices_] = True
+        return mask
+
+    def describe(self) -> str:
+        clusters, _ = self.curve().at(self.eps)
+        return f"DBSCAN eps={self.eps:.4g}, min_samples={self.min_samples}, {clusters} clusters"
+
+    def cluster_table(self):
+        table = super().cluster_table()
+        labels, core = self.labels(), self.core()
+        table["core"] = np.bincount(labels[core & (labels >= 0)], minlength=len(table))
+        return table
+
+
+class HDBSCANState(MethodState):
+    title = "HDBSCAN"
+
+    min_cluster_size = param.Integer(default=15, bounds=(2, None), constant=True)
+    min_samples = param.Integer(default=15, bounds=(1, None), constant=True)
+    selection = param.Selector(objects=list(SELECTION_METHODS), default="eom", constant=True)
+    hand_picked = param.Boolean(default=False, constant=True, doc="clusters chosen on the tree, not by the rule")
+
+    def load(self, dataset, progress=None) -> None:
+        self._fit(dataset, self.min_cluster_size, min(self.min_samples, dataset.n_points), self.selection, progress)
+
+    def set_parameters(self, min_cluster_size: int | None = None, min_samples: int | None = None,
+                       selection: str | None = None, progress=None) -> None:  # fmt: skip
+        """New parameters (the tree of a min_samples is cached in the index); the rule chooses the clusters again."""
+        pick = (lambda new, old: old if new is None else new)
+        self._fit(self.dataset, pick(min_cluster_size, self.min_cluster_size), pick(min_samples, self.min_samples),
+                  pick(selection, self.selection), progress)  # fmt: skip
+
+    def _fit(self, dataset, min_cluster_size, min_samples, selection, progress) -> None:
+        min_samples = _check_min_samples(min_samples, dataset)
+        model = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, cluster_selection_method=selection)
+        model.fit(dataset.indexed, progress=progress)
+        self._show(model, dataset=dataset, min_cluster_size=min_cluster_size, min_samples=min_samples,
+                   selection=selection, hand_picked=False)  # fmt: skip
+
+    def toggle_cluster(self, cluster: int) -> None:
+        """Select a cluster of the condensed tree (its ancestors and descendants leave the selection), or deselect
+        it when it is selected: the analyst's choice on the same tree."""
+        model = self.model
+        parents = cluster_hierarchy(model.condensed_tree_).parent
+        n = self.dataset.n_points
+        if not n < cluster < n + parents.size:
+            raise ValueError(f"no cluster {cluster} in the condensed tree (clusters are {n + 1} to {n + parents.size - 1})")
+        selected = set(model.selected_clusters_.tolist())
+        if cluster in selected:
+            selected.discard(cluster)
+        else:
+            related = set(_ancestors(parents, cluster - n)) | set(_descendants(parents, cluster - n))
+            selected = {c for c in selected if c - n not in related} | {cluster}
+        model.set_clusters(sorted(selected))
+        self._show(model, hand_picked=True)
+
+    def describe(self) -> str:
+        rule = "hand-picked" if self.hand_picked else self.selection
+        return (f"HDBSCAN min_cluster_size={self.min_cluster_size}, min_samples={self.min_samples}, {rule}, "
+                f"{len(self.model.selected_clusters_)} clusters")  # fmt: skip
+
+
+def _ancestors(parents: np.ndarray, c: int) -> list[int]:
+    chain = []
+    while c > 0:
+        c = int(parents[c])
+        chain.append(c)
+    return chain
+
+
+def _descendants(parents: np.ndarray, c: int) -> np.ndarray:
+    """Clusters below c (ids - N): parents come before children, so one pass in id order finds them."""
+    below = np.zeros(parents.size, bool)
+    below[c] = True
+    for d in range(c + 1, parents.size):
+        below[d] = below[parents[d]]
+    below[c] = False
+    return np.flatnonzero(below)

@@ -1,0 +1,113 @@
+"""The sidebar controls of DBSCAN and HDBSCAN: widgets bound to their states, and the clicks on their plots.
+
+Actions go through the page's runners: ``start`` runs one in a worker thread with progress; ``follow`` runs the
+latest of a stream of values (a dragged slider), dropping the ones that a newer value overtook.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import panel as pn
+from bokeh.models import CustomJSTickFormatter
+
+from .dbscan_plots import DBSCANPlots
+from .density_state import DBSCANState, HDBSCANState
+from .tree_plot import TreePlot
+
+EPS_STEPS = 400  # slider positions between the ends of the eps range (log scale)
+# the slider moves log10(eps); its label shows eps
+EPS_LABEL = CustomJSTickFormatter(code="return Number(Math.pow(10, tick).toPrecision(3)).toString()")
+STATUS = ["dp-status"]
+
+
+class DBSCANControls:
+    def __init__(self, state: DBSCANState, plots: DBSCANPlots, start: Callable, follow: Callable):
+        self.state, self.start, self.follow = state, start, follow
+        self.eps = pn.widgets.FloatSlider(name="ε (log scale: drag, the points follow)", format=EPS_LABEL, value=0.0)
+        self.eps_typed = pn.widgets.FloatInput(name="ε (type a value)", format="0.[0000]")
+        self.min_samples = pn.widgets.IntInput(name="min_samples (the point counted)", start=1, width=150)
+        self.show_core = pn.widgets.Checkbox(name="Core points larger than border points", value=True)
+        self.counts = pn.pane.Markdown()
+        self.eps.param.watch(self._eps_moved, "value")
+        self.eps_typed.param.watch(lambda e: self._set_eps(e.new), "value")
+        self.min_samples.param.watch(lambda e: self._changed("min_samples", e.new, "Building the tree", state.set_min_samples), "value")
+        self.show_core.param.watch(lambda e: self._changed("show_core", e.new, "Redrawing", state.set_show_core), "value")
+        for axis, stream in plots.eps_events:
+            stream.add_subscriber(lambda axis=axis, **position: self._set_eps(position[axis]))
+        state.param.watch(self.show, ["eps", "min_samples", "dataset"])
+        self.panel = pn.Column(
+            "### DBSCAN", self.eps, self.eps_typed, self.counts, self.min_samples, self.show_core,
+            pn.pane.Markdown("Or click / drag on the k-distance plot and the curves under the plots. Noise is grey.",
+                             css_classes=STATUS),
+            sizing_mode="stretch_width",
+        )  # fmt: skip
+
+    def show(self, *events) -> None:
+        state = self.state
+        if not state.loaded:
+            return
+        low, high = (math.log10(e) for e in state.curve().eps_range())
+        log_eps = math.log10(state.eps)
+        low, high = min(low, log_eps), max(high, log_eps)
+        self.eps.param.update(start=low, end=high, step=(high - low) / EPS_STEPS)
+        if not math.isclose(10**self.eps.value, state.eps, rel_tol=1e-9):  # a value sent back mid-drag would jump
+            self.eps.value = log_eps
+        self.eps_typed.value = float(f"{state.eps:.6g}")
+        self.min_samples.param.update(value=state.min_samples, end=state.dataset.n_points)
+        clusters, noise = state.curve().at(state.eps)
+        self.counts.object = f"**{clusters:,} clusters, {noise:,} noise points** ({100 * noise / state.dataset.n_points:.1f}%)"
+
+    def _changed(self, name: str, value, label: str, action: Callable) -> None:
+        if self.state.loaded and getattr(self.state, name) != value:  # not just show()
+            self.start(label, action, value)
+
+    def _eps_moved(self, event) -> None:
+        if self.state.loaded and not math.isclose(10**event.new, self.state.eps, rel_tol=1e-9):  # not just show()
+            self.follow("Relabelling", self.state.set_eps, 10**event.new)
+
+    def _set_eps(self, eps) -> None:
+        if eps is not None and self.state.loaded and not math.isclose(eps, self.state.eps, rel_tol=1e-6):
+            self.follow("Relabelling", self.state.set_eps, float(eps))
+
+
+class HDBSCANControls:
+    def __init__(self, state: HDBSCANState, plot: TreePlot, start: Callable):
+        self.state = state
+        self.min_cluster_size = pn.widgets.IntInput(name="min_cluster_size", start=2, width=150)
+        self.min_samples = pn.widgets.IntInput(name="min_samples", start=1, width=150)
+        self.selection = pn.widgets.RadioButtonGroup(name="Selection", options={"excess of mass": "eom", "leaves": "leaf"})
+        self.picked = pn.pane.Markdown(css_classes=STATUS)
+        self.back_to_rule = pn.widgets.Button(name="Back to the rule's selection", visible=False)
+        self.min_cluster_size.param.watch(lambda e: self._set(min_cluster_size=e.new), "value")
+        self.min_samples.param.watch(lambda e: self._set(min_samples=e.new), "value")
+        self.selection.param.watch(lambda e: self._set(selection=e.new), "value")
+        self.back_to_rule.on_click(lambda e: start("Selecting clusters", state.set_parameters))
+        plot.tap.add_subscriber(lambda x, y: self._clicked(plot.clicked_cluster(x, y)))
+        self.start = start
+        state.param.watch(self.show, ["revision"])
+        self.panel = pn.Column(
+            "### HDBSCAN", pn.Row(self.min_cluster_size, self.min_samples), self.selection, self.picked, self.back_to_rule,
+            sizing_mode="stretch_width",
+        )
+
+    def show(self, *events) -> None:
+        state = self.state
+        if not state.loaded:
+            return
+        self.min_cluster_size.value, self.min_samples.value = state.min_cluster_size, state.min_samples
+        self.selection.value = state.selection
+        rule = "your clicks" if state.hand_picked else "the rule"
+        self.picked.object = (f"{len(state.model.selected_clusters_)} clusters, chosen by {rule}. Click a branch of the "
+                              "condensed tree to select it (its sub- and super-clusters leave) or deselect it.")  # fmt: skip
+        self.back_to_rule.visible = state.hand_picked
+
+    def _set(self, **change) -> None:
+        state = self.state
+        if state.loaded and any(getattr(state, name) != value for name, value in change.items()):  # not just show()
+            self.start("Selecting clusters", state.set_parameters, **change)
+
+    def _clicked(self, cluster: int | None) -> None:
+        if cluster is not None:
+            self.start("Selecting clusters", self.state.toggle_cluster, cluster)

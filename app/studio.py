@@ -1,0 +1,128 @@
+"""The whole state of one browser session (no UI code): one data set and its 2-D view axes, the method shown
+(DPC, DBSCAN or HDBSCAN, each with its own state over the shared index), what the points are coloured by, and a
+pinned clustering to compare with.
+
+Switching method keeps the data set, its index and the 2-D view; a method's state is loaded the first time it
+is shown on a data set and keeps its choices while another method is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import param
+
+from .compare import adjusted_rand_index, contingency
+from .datasets import Dataset
+from .density_state import DBSCANState, HDBSCANState
+from .method_state import MethodState
+from .state import ClusteringSession
+
+METHODS = ("dpc", "dbscan", "hdbscan")
+COLOUR_BY = ("clusters", "truth")
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A clustering kept to compare later ones with."""
+
+    name: str
+    labels: np.ndarray
+
+
+class Studio(param.Parameterized):
+    method = param.Selector(objects=list(METHODS), default="dpc", constant=True)
+    dataset = param.Parameter(constant=True)
+    x_axis = param.Selector(objects=[None], default=None)
+    y_axis = param.Selector(objects=[None], default=None)
+    colour_by = param.Selector(objects=list(COLOUR_BY), default="clusters", constant=True)
+    pinned = param.Parameter(default=None, constant=True, doc="a Pinned clustering of this data set, or None")
+    revision = param.Integer(default=0, constant=True, doc="bumped whenever the 2-D view's colours change")
+
+    def __init__(self, dc_percent: float = 2.0, **params):
+        super().__init__(**params)
+        self.dpc = ClusteringSession(dc_percent=dc_percent)
+        self.dbscan, self.hdbscan = DBSCANState(), HDBSCANState()
+        self.states: dict[str, MethodState] = {"dpc": self.dpc, "dbscan": self.dbscan, "hdbscan": self.hdbscan}
+        for state in self.states.values():
+            state.param.watch(self._state_changed, "revision")
+
+    @property
+    def active(self) -> MethodState:
+        return self.states[self.method]
+
+    # actions ------------------------------------------------------------------------------------------------
+    def load(self, dataset: Dataset, progress=None) -> None:
+        """Show a data set with the current method; the other methods load it when they are shown."""
+        self.active.load(dataset, progress=progress)
+        for state in self.states.values():
+            if state is not self.active:
+                state.close()  # their results belong to the old data set
+        x_axis, y_axis = dataset.default_axes()
+        with param.edit_constant(self):
+            self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
+            self.param.update(dataset=dataset, x_axis=x_axis, y_axis=y_axis, pinned=None, colour_by="clusters",
+                              revision=self.revision + 1)  # fmt: skip
+
+    def set_method(self, method: str, progress=None) -> None:
+        """Show another method on the same data set, index and 2-D view."""
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        state = self.states[method]
+        if not state.loaded or state.dataset is not self.dataset:
+            state.load(self.dataset, progress=progress)
+        with param.edit_constant(self):
+            self.param.update(method=method, revision=self.revision + 1)
+
+    def set_colour_by(self, colour_by: str) -> None:
+        """Colour the points by cluster, or by the ground truth of a sample set that has one."""
+        if colour_by not in COLOUR_BY:
+            raise ValueError(f"colour by one of {', '.join(COLOUR_BY)}, got {colour_by!r}")
+        if colour_by == "truth" and self.dataset.truth is None:
+            raise ValueError(f"{self.dataset.name} has no ground truth (only the sample sets have one)")
+        with param.edit_constant(self):
+            self.param.update(colour_by=colour_by, revision=self.revision + 1)
+
+    def pin(self) -> None:
+        """Keep the current clustering to compare later ones (of any method) with."""
+        with param.edit_constant(self):
+            self.pinned = Pinned(self.active.describe(), self.active.labels().copy())
+
+    def unpin(self) -> None:
+        with param.edit_constant(self):
+            self.pinned = None
+
+    def _state_changed(self, event) -> None:
+        # a state loading another data set bumps its revision before this one has new axes: load() redraws then
+        if event.obj is self.active and event.obj.dataset is self.dataset:
+            with param.edit_constant(self):
+                self.revision += 1
+
+    # results for the views ----------------------------------------------------------------------------------
+    def labels(self) -> np.ndarray:
+        """What the 2-D view colours the points by."""
+        return self.dataset.truth if self.colour_by == "truth" else self.active.labels()
+
+    def large_points(self) -> np.ndarray | None:
+        """Points drawn larger: DBSCAN's core points while its toggle is on."""
+        if self.method == "dbscan" and self.dbscan.show_core and self.colour_by == "clusters":
+            return self.dbscan.core()
+        return None
+
+    def truth_ari(self) -> float | None:
+        """ARI of the current clustering with the ground truth, when the data set has one."""
+        truth = self.dataset.truth
+        return None if truth is None else adjusted_rand_index(self.active.labels(), truth)
+
+    def comparison(self) -> tuple[float, pd.DataFrame] | None:
+        """(ARI, contingency table) of the current clustering against the pinned one, or None."""
+        if self.pinned is None:
+            return None
+        current = self.active.labels()
+        return adjusted_rand_index(current, self.pinned.labels), contingency(current, self.pinned.labels, "now", "pinned")
+
+    def close(self) -> None:
+        for state in self.states.values():
+            state.close()

@@ -1,0 +1,182 @@
+"""The session's methods without a browser: switching DPC | DBSCAN | HDBSCAN on one index, eps relabels, the
+hand-picked HDBSCAN selection, colouring by ground truth, the pinned comparison and the dc sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from dpstudio import sample_data
+from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
+from dpstudio.app.datasets import DatasetCache
+from dpstudio.app.studio import Studio
+from dpstudio.app.sweep import dc_sweep, plateaus, sweep_dcs
+from dpstudio.engine import DBSCAN, HDBSCAN
+
+
+@pytest.fixture(scope="module")
+def cache():
+    return DatasetCache(max_datasets=2, backend="cpu")
+
+
+@pytest.fixture
+def studio(cache):
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    return studio
+
+
+def test_switching_method_keeps_the_data_set_index_and_view(studio, monkeypatch):
+    dataset = studio.dataset
+    studio.param.update(x_axis="PC1", y_axis="PC2")
+    monkeypatch.setattr(dataset.indexed.backend, "build_vptree", lambda *a, **k: pytest.fail("index rebuilt"))
+    dpc_labels = studio.labels().copy()
+    for method in ("dbscan", "hdbscan", "dpc", "dbscan"):
+        revision = studio.revision
+        studio.set_method(method)
+        assert studio.method == method and studio.dataset is dataset and studio.revision > revision
+        assert studio.active.model.indexed_ is dataset.indexed and (studio.x_axis, studio.y_axis) == ("PC1", "PC2")
+    np.testing.assert_array_equal(studio.dpc.labels(), dpc_labels)  # DPC kept its clustering meanwhile
+    monkeypatch.undo()  # the reference builds its own index
+    reference = DBSCAN(eps=None, min_samples=studio.dbscan.min_samples, backend="cpu").fit(dataset.points.values)
+    np.testing.assert_array_equal(studio.labels(), reference.labels_)
+    with pytest.raises(ValueError, match="method must be one of"):
+        studio.set_method("kmeans")
+    assert studio.method == "dbscan"
+
+
+def test_eps_relabels_from_the_cached_tree_and_a_wrong_eps_changes_nothing(studio, monkeypatch):
+    studio.set_method("dbscan")
+    state, points = studio.dbscan, studio.dataset.points.values
+    monkeypatch.setattr(studio.dataset.indexed, "neighbours", lambda *a, **k: pytest.fail("neighbours searched again"))
+    curve = state.curve()
+    for eps in (0.05, 0.2, 0.6, 3.0):
+        revision = studio.revision
+        state.set_eps(eps)
+        labels = studio.labels()
+        np.testing.assert_array_equal(labels, DBSCAN(eps=eps, min_samples=5, backend="cpu").fit(points).labels_)
+        assert curve.at(eps) == (labels.max() + 1, (labels < 0).sum()) and studio.revision > revision
+        assert len(state.cluster_table()) == labels.max() + 1
+    before = (state.eps, state.revision, studio.labels().copy())
+    for wrong, error in ((-1.0, ValueError), (float("nan"), ValueError), ("0.3", TypeError)):
+        with pytest.raises(error, match="eps must be"):
+            state.set_eps(wrong)
+    assert (state.eps, state.revision) == before[:2]
+    np.testing.assert_array_equal(studio.labels(), before[2])
+
+
+def test_min_samples_and_core_points(studio):
+    studio.set_method("dbscan")
+    state = studio.dbscan
+    eps = state.eps
+    state.set_min_samples(12)
+    assert state.min_samples == 12 and state.eps == eps
+    reference = DBSCAN(eps=eps, min_samples=12, backend="cpu").fit(studio.dataset.points.values)
+    np.testing.assert_array_equal(studio.labels(), reference.labels_)
+    np.testing.assert_array_equal(np.flatnonzero(studio.large_points()), reference.core_sample_indices_)
+    np.testing.assert_array_equal(state.k_distances(), np.sort(reference.core_distances_)[::-1])
+    assert state.cluster_table()["core"].sum() == reference.core_sample_indices_.size
+    state.set_show_core(False)
+    assert studio.large_points() is None
+    with pytest.raises(ValueError, match="min_samples must be a whole number from 1 to the number of points"):
+        state.set_min_samples(0)
+    assert state.min_samples == 12
+
+
+def test_hdbscan_parameters_and_a_hand_picked_selection(studio):
+    studio.set_method("hdbscan")
+    state, points = studio.hdbscan, studio.dataset.points.values
+    state.set_parameters(min_cluster_size=20, selection="leaf")
+    reference = HDBSCAN(min_cluster_size=20, min_samples=15, cluster_selection_method="leaf", backend="cpu").fit(points)
+    np.testing.assert_array_equal(studio.labels(), reference.labels_)
+    chosen, tree, n = state.model.selected_clusters_.copy(), state.model.condensed_tree_, studio.dataset.n_points
+    # deselect the first cluster: its points become noise, the others keep their clusters
+    state.toggle_cluster(int(chosen[0]))
+    assert state.hand_picked and list(state.model.selected_clusters_) == list(chosen[1:])
+    np.testing.assert_array_equal(studio.labels() < 0, (reference.labels_ < 0) | (reference.labels_ == 0))
+    # the root's first child holds several chosen leaves: choosing it drops them
+    top = int(np.sort(tree.child[(tree.parent == n) & (tree.child >= n)])[0])
+    state.toggle_cluster(top)
+    assert top in state.model.selected_clusters_
+    np.testing.assert_array_equal(studio.labels(), HDBSCAN(min_cluster_size=20, min_samples=15, backend="cpu")
+                                  .fit(points).set_clusters(state.model.selected_clusters_).labels_)  # fmt: skip
+    with pytest.raises(ValueError, match="no cluster 5 in the condensed tree"):
+        state.toggle_cluster(5)
+    with pytest.raises(ValueError, match="min_cluster_size must be a whole number >= 2"):
+        state.set_parameters(min_cluster_size=1)
+    assert state.min_cluster_size == 20 and state.hand_picked and top in state.model.selected_clusters_
+    state.set_parameters(selection="leaf")  # the rule again
+    np.testing.assert_array_equal(studio.labels(), reference.labels_)
+    assert not state.hand_picked
+
+
+def test_colour_by_ground_truth_and_its_ari(studio, cache, tmp_path):
+    truth = sample_data.truth("blobs")
+    studio.set_colour_by("truth")
+    np.testing.assert_array_equal(studio.labels(), truth)
+    assert studio.truth_ari() == pytest.approx(adjusted_rand_score(truth, studio.active.labels()))
+    studio.set_colour_by("clusters")
+    path = tmp_path / "mine.csv"
+    path.write_text("a,b\n" + "".join(f"{i % 13},{(i * 7) % 11}\n" for i in range(100)))
+    studio.load(cache.file(path))
+    assert studio.truth_ari() is None
+    with pytest.raises(ValueError, match="mine.csv has no ground truth"):
+        studio.set_colour_by("truth")
+    assert studio.colour_by == "clusters"
+
+
+def test_pinned_clustering_is_compared_across_methods(studio, cache):
+    studio.pin()
+    pinned = studio.pinned
+    assert pinned.name.startswith("DPC dc=") and studio.comparison()[0] == pytest.approx(1.0)
+    studio.set_method("dbscan")
+    ari, table = studio.comparison()
+    assert ari == pytest.approx(adjusted_rand_score(pinned.labels, studio.labels()))
+    assert table.iloc[:, 1:].to_numpy().sum() == studio.dataset.n_points
+    studio.load(cache.sample("moons"))
+    assert studio.pinned is None and studio.comparison() is None  # another data set's labels mean nothing here
+
+
+def test_ari_and_contingency_match_scikit_learn(rng):
+    for _ in range(5):
+        a, b = rng.integers(-1, rng.integers(1, 30), 500), rng.integers(-1, rng.integers(1, 30), 500)
+        assert adjusted_rand_index(a, b) == pytest.approx(adjusted_rand_score(a, b))
+        table = contingency(a, b, "a", "b")
+        assert table.iloc[:, 1:].to_numpy().sum() == 500 and len(table) <= TABLE_CLUSTERS + 1
+    assert adjusted_rand_index(np.zeros(10), np.zeros(10)) == 1.0
+    with pytest.raises(ValueError, match="different numbers of points"):
+        adjusted_rand_index(np.zeros(3), np.zeros(4))
+
+
+def test_the_dc_sweep_does_not_depend_on_the_order_of_dc_values(studio):
+    indexed = studio.dataset.indexed
+    dcs = sweep_dcs(indexed, 8)
+    forward = dc_sweep(indexed, "cutoff", dcs)
+    studio.dpc.set_dc(float(dcs[5]))  # the user visited another dc first
+    backward = dc_sweep(indexed, "cutoff", dcs[::-1])
+    for name in ("dc", "clusters", "halo_fraction", "labels", "neighbour_ari"):
+        np.testing.assert_array_equal(getattr(forward, name), getattr(backward, name))
+    assert np.all(np.diff(forward.dc) > 0) and forward.labels.shape == (8, indexed.n_points)
+    low, high = (indexed.dc_for_percent(p) for p in (0.1, 10.0))
+    assert dcs[0] == pytest.approx(low) and dcs[-1] == pytest.approx(high)
+
+
+def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio):
+    revision = studio.dpc.revision
+    studio.dpc.run_sweep()
+    frame = studio.dpc.sweep_frame()
+    assert len(frame) == 32 and studio.dpc.revision == revision  # the clustering shown did not change
+    at_rule = frame.iloc[(frame["dc"] - studio.dpc.dc).abs().argmin()]
+    assert 0 <= frame["halo"].min() and frame["halo"].max() <= 1 and frame["ari"].max() <= 1
+    assert at_rule["clusters"] >= 1
+    studio.dpc.set_dc(kernel="gaussian")
+    assert studio.dpc.sweep is None  # it was for the cut-off kernel
+
+
+def test_plateaus_are_runs_of_alike_clusterings():
+    clusters = np.array([9, 5, 5, 5, 5, 3, 3, 2, 2, 2])
+    alike = np.array([0.1, 0.99, 0.99, 0.97, 0.5, 0.99, 0.2, 0.99, 0.96])
+    np.testing.assert_array_equal(plateaus(clusters, alike), [-1, 0, 0, 0, 0, -1, -1, 1, 1, 1])
+    alike[2] = 0.5  # 5, 5 | 5, 5: two runs of two, too short
+    np.testing.assert_array_equal(plateaus(clusters, alike), [-1, -1, -1, -1, -1, -1, -1, 0, 0, 0])
