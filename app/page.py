@@ -104,6 +104,7 @@ class StudioPage:
         self.dbscan = DBSCANControls(self.studio.dbscan, self.dbscan_plots, self._start, self.follow)
         self.hdbscan = HDBSCANControls(self.studio.hdbscan, self.tree_plot, self._start)
         self.sweep = pn.widgets.Button(name=f"Sweep dc ({SWEEP_DCS} values, {SWEEP_PERCENTS[0]:g}% to {SWEEP_PERCENTS[1]:g}% rule)")
+        self.sweep_note = pn.pane.Markdown()
         self.colour_by = pn.widgets.RadioButtonGroup(name="Colour points by", options=COLOUR_NAMES)
         self.truth_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.pin = pn.widgets.Button(name="Pin this clustering to compare")
@@ -163,6 +164,7 @@ class StudioPage:
         self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds))
         session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel"])
         studio.param.watch(self._show_clusters, ["revision"])
+        session.param.watch(self._show_sweep, ["sweep"])
         studio.param.watch(self._show_method, ["method", "dataset", "colour_by", "pinned"])
         session.param.watch(lambda e: setattr(self.undo, "disabled", not e.new), "can_undo")
         session.param.watch(self._show_pending, "pending_centers")
@@ -200,10 +202,10 @@ class StudioPage:
         }
         self.sensitivity = {
             "dpc": pn.Column(
-                pn.Row(self.sweep, self.sweeping.busy), self.sweeping.progress,
+                pn.Row(self.sweep, self.sweeping.busy), self.sweeping.progress, self.sweep_note,
                 pn.pane.Markdown("Each dc clustered from its own suggested centers; shaded: plateaus (stable choices). "
                                  "Click a point to go to that dc.", css_classes=["dp-status"]),
-                *(_plot_pane(plot, "dc-sweep") for plot in self.sweep_plot.plots()),
+                *(_plot_pane(plot, "dc-sweep") for plot in self.sweep_plot.curves),
                 sizing_mode="stretch_width",
             ),
             "dbscan": pn.Column(*(_plot_pane(plot, "eps-curves") for plot in self.dbscan_plots.sensitivity()), sizing_mode="stretch_width"),
@@ -385,6 +387,16 @@ class StudioPage:
                                            f"**ARI: {ari:.3f}** (1: the same partition; about 0: unrelated). Points per "
                                            "pair of clusters, the largest of each:")  # fmt: skip
             self.contingency.value = table
+
+    def _show_sweep(self, *events) -> None:
+        frame = self.session.sweep_frame()
+        if frame is None:
+            self.sweep_note.object = ""
+            return
+        runs = frame[frame["plateau"] >= 0].groupby("plateau")
+        plateaus = [f"dc {rows['dc'].min():.3g} to {rows['dc'].max():.3g} ({rows['clusters'].iloc[0]} clusters)" for _, rows in runs]
+        self.sweep_note.object = (f"**Swept {len(frame)} dc values.** Plateaus (stable choices): "
+                                  + ("; ".join(plateaus) if plateaus else "none"))  # fmt: skip
 
     def _show_clusters(self, *events) -> None:
         table = self.studio.active.cluster_table()

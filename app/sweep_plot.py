@@ -25,18 +25,21 @@ def dc_at(dcs: np.ndarray, x: float) -> float:
 class SweepPlot:
     def __init__(self, session: ClusteringSession):
         self.session = session
+        self._frame_of: tuple | None = None  # (revision, sweep, frame): one frame for every layer of a redraw
         watched = hv.streams.Params(session, ["revision", "sweep"])
-        self.curves = [hv.DynamicMap(lambda column=column, **kw: self._series(column), streams=[watched]) for column, _, _ in SERIES]
-        self.taps = [hv.streams.Tap(source=curve) for curve in self.curves]
-        self._streams = [watched, *self.taps]
-
-    def plots(self) -> list[hv.DynamicMap]:
-        return [
-            curve.opts(hv.opts.Curve(color=colour, title=title, logx=True, tools=["hover"], default_tools=["reset"], **SMALL_SIZE),
-                       hv.opts.Scatter(color=colour, size=6, tools=["hover", "tap"], nonselection_alpha=1.0),
-                       hv.opts.VLine(**EPS_LINE), hv.opts.VSpans(color=PLATEAU_COLOUR, alpha=0.15))
-            for curve, (_, title, colour) in zip(self.curves, SERIES)
+        layer = lambda draw: hv.DynamicMap(lambda revision, sweep: draw(self._frame()), streams=[watched])  # noqa: E731
+        self.points = {column: layer(lambda frame, c=column: hv.Scatter(frame, "dc", [c, "clusters"])) for column, _, _ in SERIES}
+        self.curves = [
+            (layer(_plateaus) * layer(lambda frame, c=column: hv.Curve(frame, "dc", c)) * self.points[column]
+             * layer(lambda frame: hv.VLine(self.session.dc if self.session.loaded else 1.0))).opts(
+                hv.opts.Curve(color=colour, title=title, logx=True, xlabel="dc", tools=["hover"], default_tools=["reset"], **SMALL_SIZE),
+                hv.opts.Scatter(color=colour, size=6, tools=["hover"]),
+                hv.opts.VLine(**EPS_LINE), hv.opts.VSpans(color=PLATEAU_COLOUR, alpha=0.15))
+            for column, title, colour in SERIES
         ]  # fmt: skip
+        # on a layer, not on the overlay: a tap on the overlay's own DynamicMap never fired in Chromium
+        self.taps = [hv.streams.Tap(source=points) for points in self.points.values()]
+        self._streams = [watched, *self.taps]
 
     def clicked_dc(self, x: float | None) -> float | None:
         sweep = self.session.sweep
@@ -46,11 +49,19 @@ class SweepPlot:
         for stream in self._streams:
             stream.source = None
 
-    def _series(self, column: str) -> hv.Overlay:
-        frame = self.session.sweep_frame() if self.session.loaded else None
-        if frame is None:
-            frame = pd.DataFrame({"dc": [], "clusters": [], "halo": [], "ari": [], "plateau": []})
-        runs = frame[frame["plateau"] >= 0].groupby("plateau")["dc"]
-        plateaus = hv.VSpans((runs.min().to_numpy(), runs.max().to_numpy()))
-        current = hv.VLine(self.session.dc if self.session.loaded else 1.0)
-        return plateaus * hv.Curve(frame, "dc", [column, "clusters"]) * hv.Scatter(frame, "dc", [column, "clusters"]) * current
+    def _frame(self) -> pd.DataFrame:
+        session = self.session
+        key = (session.revision, session.sweep)
+        if self._frame_of is None or self._frame_of[:2] != key:
+            frame = session.sweep_frame() if session.loaded else None
+            self._frame_of = (*key, NO_SWEEP if frame is None else frame)
+        return self._frame_of[2]
+
+
+NO_SWEEP = pd.DataFrame({"dc": np.empty(0), "clusters": np.empty(0, np.int64), "halo": np.empty(0), "ari": np.empty(0),
+                         "plateau": np.empty(0, np.int64)})  # fmt: skip
+
+
+def _plateaus(frame: pd.DataFrame) -> hv.VSpans:
+    runs = frame[frame["plateau"] >= 0].groupby("plateau")["dc"]
+    return hv.VSpans((runs.min().to_numpy(), runs.max().to_numpy()))

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
 CHROMIUM = "/usr/bin/chromium"
 # As root, in a sandbox without internet: no sandboxing, no GPU, no background calls to Google.
@@ -70,3 +71,16 @@ def server():
     running = Server("--backend", "cpu")
     yield running
     running.close()
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_page_errors(request):
+    """Every browser test fails on a JavaScript error in its page."""
+    if "page" not in request.fixturenames:
+        yield
+        return
+    page: Page = request.getfixturevalue("page")
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield
+    assert not errors, f"JavaScript errors on the page: {errors}"

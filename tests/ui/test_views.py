@@ -1,0 +1,157 @@
+"""The other views in a real browser: the method switch, DBSCAN's eps slider, k-distance plot and curves, HDBSCAN's
+condensed tree, the dc sweep, ground-truth colours and the pinned comparison, and wrong input on each."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .test_app import ROWS, TIMEOUT_MS, open_app, plot_canvas, type_into
+
+pytestmark = pytest.mark.browser
+
+
+def choose_method(page: Page, name: str) -> None:
+    page.get_by_role("button", name=name, exact=True).click()
+
+
+def counts(page: Page):
+    return page.get_by_text(re.compile(r"clusters, [\d,]+ noise points"))
+
+
+def noise_points(page: Page) -> int:
+    return int(re.search(r"([\d,]+) noise points", counts(page).inner_text()).group(1).replace(",", ""))
+
+
+def visible_canvas(page: Page, index: int):
+    """The index-th plot canvas on screen, top to bottom then left to right (primary layers only)."""
+    boxes = [(c, c.bounding_box()) for c in page.locator("canvas").all()]
+    shown = sorted({(round(b["y"]), round(b["x"])) for _, b in boxes if b and b["width"] > 200})
+    y, x = shown[index]
+    return next(c for c, b in boxes if b and (round(b["y"]), round(b["x"])) == (y, x))
+
+
+def click_at(page: Page, canvas, fx: float, fy: float) -> None:
+    box = canvas.bounding_box()
+    page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+
+
+def switch_to_dbscan(page: Page) -> None:
+    choose_method(page, "DBSCAN")
+    expect(counts(page)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_role("columnheader", name="core")).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(3000)  # the k-distance plot, the curves and the slider's new range arrive
+
+
+def test_dragging_the_eps_slider_relabels_while_the_mouse_moves(page: Page, server):
+    open_app(page, server.url)
+    switch_to_dbscan(page)
+    view = plot_canvas(page, "Points by cluster")
+    before, picture = noise_points(page), view.screenshot()
+    handle = page.locator(".noUi-handle:visible").first
+    box = handle.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] - 40, box["y"] + box["height"] / 2, steps=10)  # smaller eps: more noise
+    page.wait_for_timeout(1500)
+    during = noise_points(page)  # the button is still held: the counts followed the drag
+    page.mouse.up()
+    assert during > before
+    expect(page.get_by_text("relabel:")).to_be_visible()
+    page.wait_for_timeout(1000)
+    assert view.screenshot() != picture, "the 2-D view was not recoloured"
+
+
+def test_typed_eps_and_wrong_values(page: Page, server):
+    open_app(page, server.url)
+    switch_to_dbscan(page)
+    field = page.get_by_label("ε (type a value)")
+    type_into(field, "3")
+    expect(counts(page)).to_contain_text("0 noise points", timeout=TIMEOUT_MS)
+    expect(counts(page)).to_contain_text("1 clusters")
+    type_into(field, "-1")
+    expect(page.get_by_text("eps must be a finite number > 0")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(counts(page)).to_contain_text("1 clusters")  # the last good clustering stays
+    expect(field).to_have_value("3", timeout=TIMEOUT_MS)
+    min_samples = page.get_by_label("min_samples (the point counted)")
+    type_into(min_samples, "20")
+    expect(page.get_by_text("mst:")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(min_samples).to_have_value("20")
+
+
+def test_a_click_on_the_k_distance_plot_or_the_curves_sets_eps(page: Page, server):
+    open_app(page, server.url)
+    switch_to_dbscan(page)
+    before = noise_points(page)
+    click_at(page, visible_canvas(page, 0), 0.5, 0.25)  # high on the k-distance plot (log scale): a large eps
+    expect(counts(page)).not_to_contain_text(f"{before:,} noise points", timeout=TIMEOUT_MS)
+    assert noise_points(page) < before
+    large = noise_points(page)
+    click_at(page, visible_canvas(page, 2), 0.3, 0.5)  # the clusters curve, left: a small eps
+    expect(counts(page)).not_to_contain_text(f"{large:,} noise points", timeout=TIMEOUT_MS)
+    assert noise_points(page) > large
+
+
+def test_switching_method_and_back_keeps_the_data_and_the_dpc_clustering(page: Page, server):
+    open_app(page, server.url)
+    assert page.locator(ROWS).count() == 5
+    switch_to_dbscan(page)
+    choose_method(page, "HDBSCAN")
+    expect(page.get_by_text("chosen by the rule")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_role("columnheader", name="core")).to_be_hidden()
+    choose_method(page, "DPC")
+    expect(page.get_by_role("columnheader", name="rho")).to_be_visible(timeout=TIMEOUT_MS)
+    assert page.locator(ROWS).count() == 5
+    expect(page.get_by_text("blobs: 2,300 points")).to_be_visible()
+    expect(page.get_by_text("Lasso (or box-select) points")).to_be_visible()  # DPC's controls are back
+
+
+def test_a_click_on_a_branch_of_the_condensed_tree_selects_it(page: Page, server):
+    open_app(page, server.url)
+    choose_method(page, "HDBSCAN")
+    expect(page.get_by_text("5 clusters, chosen by the rule")).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1500)
+    tree = visible_canvas(page, 0)
+    click_at(page, tree, 0.3, 0.35)  # the widest selected box (blobs' largest cluster): deselect it
+    expect(page.get_by_text("4 clusters, chosen by your clicks")).to_be_visible(timeout=TIMEOUT_MS)
+    chosen = page.get_by_text(re.compile(r"\d+ clusters, chosen by your clicks")).inner_text()
+    click_at(page, tree, 0.99, 0.99)  # outside every box: nothing happens
+    page.wait_for_timeout(1000)
+    expect(page.get_by_text(chosen)).to_be_visible()
+    page.get_by_role("button", name="Back to the rule's selection").click()
+    expect(page.get_by_text("5 clusters, chosen by the rule")).to_be_visible(timeout=TIMEOUT_MS)
+
+
+def test_the_dc_sweep_curve_takes_you_to_a_dc(page: Page, server):
+    open_app(page, server.url)
+    dc = page.locator("input").nth(1)  # the dc slider's text box
+    rule_dc = dc.input_value()
+    page.get_by_role("button", name=re.compile("Sweep dc")).click()
+    expect(page.get_by_text("Swept 32 dc values")).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(2000)
+    curve = visible_canvas(page, 2)  # under the decision graph and the 2-D view
+    click_at(page, curve, 0.1, 0.5)  # the small dc values, left
+    expect(dc).not_to_have_value(rule_dc, timeout=TIMEOUT_MS)
+    assert float(dc.input_value()) < float(rule_dc)
+    expect(page.get_by_text("rho:")).to_contain_text("ms", timeout=TIMEOUT_MS)
+
+
+def test_ground_truth_colours_and_the_pinned_comparison(page: Page, server):
+    open_app(page, server.url)
+    view = plot_canvas(page, "Points by cluster")
+    expect(page.get_by_text("with the ground truth")).to_contain_text("1.000")
+    picture = view.screenshot()
+    page.get_by_role("button", name="ground truth").click()
+    page.wait_for_timeout(2000)
+    assert view.screenshot() != picture
+    page.get_by_role("button", name="clusters", exact=True).click()
+    page.get_by_role("button", name="Pin this clustering to compare").click()
+    expect(page.get_by_text("ARI: 1.000")).to_be_visible(timeout=TIMEOUT_MS)
+    switch_to_dbscan(page)
+    expect(page.get_by_text(re.compile(r"Pinned: DPC dc="))).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_text(re.compile(r"ARI: 0\.\d{3}"))).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Unpin").click()
+    expect(page.get_by_text("Pinned: DPC dc=")).to_be_hidden(timeout=TIMEOUT_MS)
+
