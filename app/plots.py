@@ -120,7 +120,7 @@ class SessionPlots:
 
     def pinned_view(self) -> hv.DynamicMap:
         """The pinned clustering in the same 2-D view, small, for the comparison strip."""
-        return self.pinned_image.opts(hv.opts.RGB(title="Pinned: {label}", responsive=True, min_width=300, height=300,
+        return self.pinned_image.opts(hv.opts.RGB(title="Pinned: {label}", responsive=True, min_width=300, height=300, framewise=True,
                                                   default_tools=["save"], toolbar=None))  # fmt: skip
 
     def close(self) -> None:
