@@ -42,8 +42,8 @@ PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computi
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
-LATER = ("Streaming points in and adding or deleting points by click come with the engine's incremental updates "
-         "(inserting and deleting points exactly), which are not built yet.")  # fmt: skip
+LATER = ("Streaming points in and adding or deleting points by click are not on this page yet; the engine can "
+         "(DensityPeaks.partial_fit and delete, and dpstudio stream).")  # fmt: skip
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
