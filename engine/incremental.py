@@ -1,8 +1,8 @@
 """Incremental updates of the decision-graph fields: rho, delta, parent, order and gamma after points are inserted
 or deleted, equal to a fresh computation on the same points in the same order, without recomputing all of it.
 
-Written once over the backend's primitives (``tree_insert``, ``count_near``, ``rho_at``, ``mark_reached``,
-``nearest_denser_of``, ``merge_order``, ...). Notation: D_i = the points denser than i (rho_j > rho_i, or equal
+Written once over the backend's primitives (``tree_insert``, ``count_near``, ``rho_at``, ``mark_newly_outranked``,
+``nearest_newly_denser``, ``nearest_denser_of``, ``merge_order``, ...). Notation: D_i = the points denser than i (rho_j > rho_i, or equal
 rho and j < i); delta_i = min over D_i of d_ij with parent_i its argmin (smallest index on a tie), so
 (delta_i, parent_i) is the least (distance, index) pair over D_i. Primes mark values after the update.
 
@@ -15,13 +15,16 @@ subtracts nearly equal sums.
 outside V, then j in D'_i implies j in D_i: rho_j did not change and rho'_i >= rho_i. So D'_i - D_i lies in V.
 (2) rho only rises, so parent_i stays denser than i unless i is in V and overtook it. Hence for every old i
 whose parent is still denser, (delta'_i, parent'_i) is the least of (delta_i, parent_i) and the nearest point of
-V denser than i: only a point i with such a point of V within delta_i can change, ``mark_reached`` finds them from
-V's side, and a search restricted to V (bounded by the old pair) settles each. The others (the new points, points
-that overtook their parent, the old densest point when it is no longer densest) search all points.
+V denser than i: only a point i with such a point of V within delta_i can change, ``mark_newly_outranked`` finds
+them from V's side, and a search among the points newly denser than i (bounded by the old pair) settles each. The
+others (the new points, points that overtook their parent, the old densest point when it is no longer densest)
+search all points. (3) Pruning by density: a point s of V newly outranks i only if rho_s rose past rho_i, so
+i's old rho lies between s's old and new rho; 64 bands of old rank, one bit per node, skip the rest of the tree.
 
 **delta on delete.** Let V be the survivors whose rho fell. If i is not in V, D'_i is within D_i (no rho rose),
 so if parent_i survives and is still denser, nothing changes for i. A point of V may gain denser points anywhere,
-but if its parent survives and is still denser, that parent bounds its search. Everything else searches freely.
+but only points newly denser than it (old rho at least its new rho, since no rho rose): if its parent survives
+and is still denser, a search among those, bounded by the old pair, settles it. Everything else searches freely.
 
 The densest point has parent -1 and delta = its largest distance to any point, recomputed when it changes or may
 have changed (its farthest point deleted).
