@@ -40,33 +40,37 @@ def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
         next_vantage[2 * j + 1] = order[end - 1]
 
 
+@nb.njit(cache=True)
+def node_ball(coords, ids, start, end, center, cover_radius, min_id, k):
+    """Node k's bounding ball (centre: the mean, radius: the farthest point) and smallest original index, over
+    tree positions [start, end); an empty node bounds nothing, and a point routed to it later grows the ball."""
+    if end == start:
+        center[k], cover_radius[k], min_id[k] = 0, 0, np.iinfo(np.int64).max
+        return
+    d = coords.shape[0]
+    acc = np.zeros(d, np.float64)
+    smallest = ids[start]
+    for t in range(start, end):
+        for c in range(d):
+            acc[c] += coords[c, t]
+        smallest = min(smallest, ids[t])
+    for c in range(d):
+        center[k, c] = np.float32(acc[c] / (end - start))
+    radius2 = np.float32(0.0)
+    for t in range(start, end):
+        radius2 = max(radius2, sq_dist(coords[:, t], center[k]))
+    cover_radius[k] = np.float32(np.sqrt(np.float64(radius2)))
+    min_id[k] = smallest
+
+
 @nb.njit(parallel=True, nogil=True, cache=True)
 def _bounding_balls(coords, ids, leaf_start, depth, center, cover_radius, min_id):
     """Bounding ball and smallest original index of every node, one level at a time (all nodes of a level at once)."""
-    d = coords.shape[0]
     for level in range(depth + 1):
-        n_nodes = 1 << level
-        first_node = n_nodes - 1
-        for j in nb.prange(n_nodes):
-            start = run_start(leaf_start, depth, level, j)
-            end = run_start(leaf_start, depth, level, j + 1)
-            k = first_node + j
-            if end == start:  # an empty node bounds nothing; a point routed to it later grows the ball
-                center[k], cover_radius[k], min_id[k] = 0, 0, np.iinfo(np.int64).max
-                continue
-            acc = np.zeros(d, np.float64)
-            smallest = ids[start]
-            for t in range(start, end):
-                for c in range(d):
-                    acc[c] += coords[c, t]
-                smallest = min(smallest, ids[t])
-            for c in range(d):
-                center[k, c] = np.float32(acc[c] / (end - start))
-            radius2 = np.float32(0.0)
-            for t in range(start, end):
-                radius2 = max(radius2, sq_dist(coords[:, t], center[k]))
-            cover_radius[k] = np.float32(np.sqrt(np.float64(radius2)))
-            min_id[k] = smallest
+        first_node = (1 << level) - 1
+        for j in nb.prange(1 << level):
+            start, end = run_start(leaf_start, depth, level, j), run_start(leaf_start, depth, level, j + 1)
+            node_ball(coords, ids, start, end, center, cover_radius, min_id, first_node + j)
 
 
 @nb.njit(cache=True)

@@ -17,8 +17,8 @@ import numba as nb
 import numpy as np
 
 from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach, tree_depth
-from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, sq_dist
-from .index import build_vptree
+from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, run_start, sq_dist
+from .index import build_vptree, node_ball
 from .search import nearest_denser
 
 NO_ID = np.iinfo(np.int64).max
@@ -131,7 +131,6 @@ def _rebuild_overflowing(tree: VPTree, points: np.ndarray) -> VPTree:
 def _split_leaves(coords, ids, leaf_start, out_coords, out_ids, out_start, center, radius, min_id, vantage, split_radius):
     """Split every leaf's run by distance to its vantage point (the farthest from its first point): the nearer
     half (rounded up) becomes the left child. Writes the children's runs, balls and smallest ids."""
-    d = coords.shape[0]
     for j in nb.prange(leaf_start.shape[0] - 1):
         s, e = leaf_start[j], leaf_start[j + 1]
         mid = s + (e - s + 1) // 2
@@ -151,21 +150,8 @@ def _split_leaves(coords, ids, leaf_start, out_coords, out_ids, out_start, cente
                 out_ids[s + t] = ids[s + by_distance[t]]
                 out_coords[:, s + t] = coords[:, s + by_distance[t]]
             vantage[j], split_radius[j] = ids[far], np.sqrt(np.float64(dist2[by_distance[mid - s - 1]]))
-        for child, (cs, ce) in ((2 * j, (s, mid)), (2 * j + 1, (mid, e))):
-            center[child], radius[child], min_id[child] = 0, 0, NO_ID
-            if ce == cs:
-                continue
-            acc = np.zeros(d, np.float64)
-            for t in range(cs, ce):
-                for c in range(d):
-                    acc[c] += out_coords[c, t]
-                min_id[child] = min(min_id[child], out_ids[t])
-            for c in range(d):
-                center[child, c] = np.float32(acc[c] / (ce - cs))
-            r2 = np.float32(0)
-            for t in range(cs, ce):
-                r2 = max(r2, sq_dist(out_coords[:, t], center[child]))
-            radius[child] = np.float32(np.sqrt(np.float64(r2)))
+        node_ball(out_coords, out_ids, s, mid, center, radius, min_id, 2 * j)
+        node_ball(out_coords, out_ids, mid, e, center, radius, min_id, 2 * j + 1)
 
 
 def split_leaves(tree: VPTree) -> VPTree:
@@ -289,7 +275,7 @@ def _rho_at(coords, leaf_start, center, radius, depth, positions, reach2, reach_
                     continue
                 j = k - ((1 << level) - 1)
                 if not gaussian and upper < reach_lo:
-                    total += leaf_start[(j + 1) << (depth - level)] - leaf_start[j << (depth - level)]
+                    total += run_start(leaf_start, depth, level, j + 1) - run_start(leaf_start, depth, level, j)
                 elif level == depth:
                     start, end = leaf_start[j], leaf_start[j + 1]
                     leaf_sq_dists(coords, q, start, end, sq)
