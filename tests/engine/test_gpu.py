@@ -5,37 +5,24 @@ import pytest
 
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks, IndexedPoints, get_backend
-from dpstudio.engine.backends import BackendUnavailable
 from dpstudio.engine.projection import pca_2d
 
 from . import oracle
+from .gpu_support import gpu, needs_gpu, poison_outputs
 from .datasets import CASES, blobs
 
-try:
-    gpu = get_backend("gpu")
-except BackendUnavailable as reason:
-    gpu, why = None, str(reason)
-else:
-    why = ""
+if gpu is not None:
     import cupy as cp
 
     from dpstudio.engine.gpu import brute
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
+pytestmark = needs_gpu
 
 
 @pytest.fixture(autouse=True)
 def poisoned_outputs(monkeypatch):
-    """Every kernel output starts as garbage, so an element a kernel forgets to write fails the comparison."""
-    if gpu is None:
-        return
-
-    def poisoned(shape, dtype):
-        out = cp.empty(shape, dtype)
-        out.view(cp.uint8).fill(0xA5)
-        return out
-
-    monkeypatch.setattr(gpu, "_output", poisoned)
+    if gpu is not None:
+        poison_outputs(monkeypatch)
 
 
 @pytest.fixture(params=["float32 tiles", "tensor tiles"])

@@ -3,21 +3,14 @@
 import numpy as np
 import pytest
 
-from dpstudio.engine import IndexedPoints, cpu, entropy, get_backend
-from dpstudio.engine.backends import BackendUnavailable
+from dpstudio.engine import IndexedPoints, cpu, entropy
 
 from . import oracle
+from .gpu_support import gpu, needs_gpu
 from .datasets import CASES, blobs
 from .test_entropy_dc import reference_entropy
 
-try:
-    gpu = get_backend("gpu")
-except BackendUnavailable as reason:
-    gpu, why = None, str(reason)
-else:
-    why = ""
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
+pytestmark = needs_gpu
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -6,24 +6,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints, get_backend
-from dpstudio.engine.backends import BackendUnavailable
+from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints
 from dpstudio.engine.data import DataError
 from dpstudio.engine.dpc import cluster_changes
 from dpstudio.engine.vptree import LEAF_SIZE
 
 from . import oracle
+from .gpu_support import needs_gpu, poison_outputs
 from .datasets import CASES
 
-try:
-    gpu = get_backend("gpu")
-except BackendUnavailable as reason:
-    gpu, why = None, str(reason)
-else:
-    why = ""
-
 SEQUENCE_CASES = ["blobs", "with_duplicates", "integer_grid", "collinear_ties", "uniform_deep", "high_dim"]
-needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
 
 
 @pytest.fixture(params=["cpu", pytest.param("gpu", marks=needs_gpu)])
@@ -31,14 +23,7 @@ def backend(request, monkeypatch):
     """Each test once per backend; on the GPU every kernel output starts as garbage, so an element a kernel forgets
     to write fails the comparison."""
     if request.param == "gpu":
-        import cupy as cp
-
-        def poisoned(shape, dtype):
-            out = cp.empty(shape, dtype)
-            out.view(cp.uint8).fill(0xA5)
-            return out
-
-        monkeypatch.setattr(gpu, "_output", poisoned)
+        poison_outputs(monkeypatch)
     return request.param
 
 
@@ -130,9 +115,7 @@ def test_random_inserts_and_deletes_match_a_fresh_fit(case, kernel, backend, rng
         assert_matches(dp, current, dp._chosen)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(gpu is None, reason=why or "no GPU")
-@pytest.mark.parametrize("case", SEQUENCE_CASES)
+@pytest.mark.parametrize("case", [pytest.param(case, marks=needs_gpu) for case in SEQUENCE_CASES])
 def test_the_gpu_updates_as_the_cpu_does(case):
     """The same random sequence on both backends: cut-off rho, delta, parent, labels and halo bit-identical."""
     fits = []
