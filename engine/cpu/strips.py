@@ -13,6 +13,10 @@ Rounding is safe because a point's bin and an edge's bin come from the same mono
 
 dc_lo and dc_hi are dc shrunk and grown by the tree's slack (``vptree.reach_rule``), far beyond float32 and
 float64 rounding, so a point decided by position is decided exactly as the float32 rule decides it.
+
+Identical points share one slot with a weight (their number). Otherwise a crowd of copies fills one bin that no
+band edge can split, and each of them would test all the others: 400k zero rows took 40 s. Without copies the
+weights are left out (None), and Numba compiles the unweighted loops.
 """
 
 from __future__ import annotations
@@ -52,9 +56,20 @@ def _bucket(y, ymin, inv_height, n_strips):
     return strip, starts
 
 
+def _sort_keys(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """A uint64 per point that sorts as (x, y) do; -0.0 is made 0.0 first, so copies of a point get one key."""
+
+    def ordered(v):
+        bits = (v + np.float32(0.0)).view(np.uint32).astype(np.uint64)
+        return np.where(bits >> 31, bits ^ 0xFFFFFFFF, bits | 0x80000000)  # negative floats sort reversed
+
+    return ordered(x) << np.uint64(32) | ordered(y)
+
+
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _sort_strips(x, y, strip, starts, xs, ys, source, y_low, y_high):
-    """Lay the points out strip by strip, each strip sorted by x."""
+def _sort_strips(x, y, key, strip, starts, xs, ys, source, y_low, y_high, distinct):
+    """Lay the points out strip by strip, each strip sorted by x then y (so copies of a point are neighbours),
+    and count each strip's distinct points."""
     n_strips = starts.shape[0] - 1
     fill = starts[:-1].copy()
     for i in range(x.shape[0]):
@@ -63,13 +78,29 @@ def _sort_strips(x, y, strip, starts, xs, ys, source, y_low, y_high):
     for s in nb.prange(n_strips):
         begin, end = starts[s], starts[s + 1]
         members = source[begin:end].copy()
-        by_x = np.argsort(x[members], kind="mergesort")
+        keys = key[members]
+        by_key = np.argsort(keys)
         low, high = np.inf, -np.inf
+        distinct[s] = 0
         for t in range(end - begin):
-            i = members[by_x[t]]
+            i = members[by_key[t]]
             source[begin + t], xs[begin + t], ys[begin + t] = i, x[i], y[i]
             low, high = min(low, np.float64(y[i])), max(high, np.float64(y[i]))
+            distinct[s] += t == 0 or keys[by_key[t]] != keys[by_key[t - 1]]
         y_low[s], y_high[s] = low, high
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _merge_copies(xs, ys, starts, merged_starts, slot, merged_xs, merged_ys, weight):
+    """One slot per distinct point, weighted by its copies; ``slot`` maps each sorted point to its merged slot."""
+    for s in nb.prange(starts.shape[0] - 1):
+        u = merged_starts[s] - 1
+        for t in range(starts[s], starts[s + 1]):
+            if t == starts[s] or xs[t] != xs[t - 1] or ys[t] != ys[t - 1]:
+                u += 1
+                merged_xs[u], merged_ys[u], weight[u] = xs[t], ys[t], 0
+            weight[u] += 1
+            slot[t] = u
 
 
 @nb.njit(inline="always", cache=True)
@@ -114,20 +145,33 @@ def _bin_layout(xs, starts):
 
 
 @nb.njit(inline="always", cache=True)
-def _count_within(xs, ys, begin, end, qx, qy, reach2):
-    """Points of slots [begin, end) within reach of (qx, qy) by the float32 rule (unsigned slots and an int32
-    count let LLVM use 8-wide vectors)."""
-    total = np.uint32(0)
-    for t in range(np.uint64(begin), np.uint64(end)):
+def _count_within(xs, ys, weight, begin, end, qx, qy, reach2):
+    """Points of slots [begin, end) within reach of (qx, qy) by the float32 rule, each slot counting its weight
+    (unsigned slots and an int32 count let LLVM use 8-wide vectors)."""
+    if weight is None:
+        total = np.uint32(0)
+        for t in range(np.uint64(begin), np.uint64(end)):
+            dx = xs[t] - qx
+            dy = ys[t] - qy
+            total = np.uint32(total + np.uint32(dx * dx + dy * dy < reach2))
+        return np.int64(total)
+    weighted = np.int64(0)
+    for t in range(begin, end):
         dx = xs[t] - qx
         dy = ys[t] - qy
-        total = np.uint32(total + np.uint32(dx * dx + dy * dy < reach2))
-    return np.int64(total)
+        weighted += weight[t] * np.int64(dx * dx + dy * dy < reach2)
+    return weighted
+
+
+@nb.njit(inline="always", cache=True)
+def _count_all(cumulative, begin, end):
+    """Points of slots [begin, end): their number, or their weights' sum from its prefix sums."""
+    return end - begin if cumulative is None else cumulative[end] - cumulative[begin]
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _sweep(xs, ys, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2, reach_lo, reach_hi,
-           first, last, counts):  # fmt: skip
+def _sweep(xs, ys, weight, cumulative, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2,
+           reach_lo, reach_hi, first, last, counts):  # fmt: skip
     """counts[slot] = points within reach of the slot's point, itself included, for query strips [first, last)."""
     n_strips = starts.shape[0] - 1
     for lane in nb.prange(_LANES):
@@ -159,12 +203,12 @@ def _sweep(xs, ys, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start,
                     in_right = bin_start[bins + max(_bin_of(qx + w_in, low, inv, n_bins), 0)]
                     if in_left < in_right:
                         counts[p] += (
-                            in_right - in_left
-                            + _count_within(xs, ys, out_left, in_left, xs[p], ys[p], reach2)
-                            + _count_within(xs, ys, in_right, out_right, xs[p], ys[p], reach2)
+                            _count_all(cumulative, in_left, in_right)
+                            + _count_within(xs, ys, weight, out_left, in_left, xs[p], ys[p], reach2)
+                            + _count_within(xs, ys, weight, in_right, out_right, xs[p], ys[p], reach2)
                         )
                     else:
-                        counts[p] += _count_within(xs, ys, out_left, out_right, xs[p], ys[p], reach2)
+                        counts[p] += _count_within(xs, ys, weight, out_left, out_right, xs[p], ys[p], reach2)
 
 
 def cutoff_rho(coords: np.ndarray, dc: float, mean_rho: float, progress=None) -> np.ndarray:
@@ -183,14 +227,23 @@ def cutoff_rho(coords: np.ndarray, dc: float, mean_rho: float, progress=None) ->
     xs, ys = np.empty(n, np.float32), np.empty(n, np.float32)
     source = np.empty(n, np.int64)
     y_low, y_high = np.empty(n_strips), np.empty(n_strips)
-    _sort_strips(x, y, strip, starts, xs, ys, source, y_low, y_high)
+    distinct = np.empty(n_strips, np.int64)
+    _sort_strips(x, y, _sort_keys(x, y), strip, starts, xs, ys, source, y_low, y_high, distinct)
+    weight = cumulative = slot = None
+    if distinct.sum() < n:
+        merged_starts = np.concatenate([[0], np.cumsum(distinct)])
+        slot = np.empty(n, np.int64)
+        merged_xs, merged_ys = np.empty(merged_starts[-1], np.float32), np.empty(merged_starts[-1], np.float32)
+        weight = np.empty(merged_starts[-1], np.int64)
+        _merge_copies(xs, ys, starts, merged_starts, slot, merged_xs, merged_ys, weight)
+        xs, ys, starts, cumulative = merged_xs, merged_ys, merged_starts, np.concatenate([[0], np.cumsum(weight)])
     x0, inv_width, bin_offsets = _bin_layout(xs, starts)
     bin_start = np.empty(bin_offsets[-1], np.int64)
     _bin_strips(xs, starts, x0, inv_width, bin_offsets, bin_start)
-    counts = np.empty(n, np.int64)
+    counts = np.empty(xs.shape[0], np.int64)
     for first, last in chunks(n_strips, progress, min_step=256):
-        _sweep(xs, ys, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2, reach_lo, reach_hi,
-               first, last, counts)  # fmt: skip
+        _sweep(xs, ys, weight, cumulative, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2,
+               reach_lo, reach_hi, first, last, counts)  # fmt: skip
     rho = np.empty(n, np.float64)
-    rho[source] = counts - 1  # each point counted itself
+    rho[source] = (counts if slot is None else counts[slot]) - 1  # each point counted itself
     return rho

@@ -32,6 +32,14 @@ def wide_2d(rng, n=600):
     return points
 
 
+def crowded_2d(rng, n=900):
+    points = rng.normal(size=(n, 2))
+    points[: n // 2] = 0.0  # half the points on one spot (one bin no band edge can split) ...
+    points[: n // 4, 1] = -0.0  # ... some of them as -0.0, which is the same point
+    points[n // 2 : n // 2 + 50] = points[n // 2 + 50]  # and a second crowd
+    return rng.permutation(points)
+
+
 CASES_2D = {
     "blobs": lambda rng: CASES["blobs"](rng),
     "with_duplicates": lambda rng: CASES["with_duplicates"](rng, d=2),
@@ -43,6 +51,7 @@ CASES_2D = {
     "upright": upright_2d,
     "far_apart": far_apart_2d,
     "wide": wide_2d,
+    "crowded": crowded_2d,
 }
 
 
