@@ -14,7 +14,7 @@ from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, Dens
 from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
-from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE
+from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     cluster = commands.add_parser("cluster", help="cluster a data file and print a summary")
     _input_options(cluster)
     cluster.add_argument("--method", choices=METHODS, default="dpc", help="density peaks (default), DBSCAN or HDBSCAN")
-    cluster.add_argument("--eps", type=float, help="DBSCAN radius (default: the knee of the sorted core distances)")
+    cluster.add_argument("--eps", type=_finite, help="DBSCAN radius (default: the knee of the sorted core distances)")
     cluster.add_argument("--min-samples", type=int, help="DBSCAN/HDBSCAN core size, the point counted (default 5; HDBSCAN: min cluster size)")
     cluster.add_argument("--neighbors", choices=NEIGHBOR_MODES, default="exact",
                          help="DBSCAN: exact, or approximate (KG-DBSCAN's listed edges, for high dimensions)")  # fmt: skip
@@ -104,7 +104,7 @@ def _input_options(parser) -> None:
 
 def _density_options(parser) -> None:
     dc = parser.add_mutually_exclusive_group()
-    dc.add_argument("--dc", type=float, help="cut-off distance")
+    dc.add_argument("--dc", type=_finite, help="cut-off distance")
     dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
     dc.add_argument("--dc-rule", choices=DC_RULES, default="percent",
                     help="how dc is chosen when --dc is not given: the percent rule (default) or least potential entropy")  # fmt: skip
@@ -123,6 +123,14 @@ def _output_options(parser, json_help: str) -> None:
     parser.add_argument("--out", metavar="FILE", help="write one row per point to FILE.csv or FILE.parquet (columns: see README)")
     parser.add_argument("--backend", choices=BACKENDS, default="auto")
     parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def _finite(text: str) -> float:
+    """A number as typed; one too large for a float is refused here, not later as 'got inf'."""
+    value = float(text)
+    if not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number; {text!r} " + ("overflows" if value == value else "is not a number"))
+    return value
 
 
 def _base(text: str) -> tuple[str, float]:
@@ -202,6 +210,8 @@ def _cluster(args) -> int:
     }
     if args.method == "dpc":
         facts["centers"] = [int(c) for c in points.rows[model.centers_]]
+        if notice := density_notice(model.rho_, model.dc_):
+            print(f"warning: {notice}", file=sys.stderr)
         if not args.noise:
             del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
     print(json.dumps(facts) if args.json else _summary(facts))

@@ -19,6 +19,7 @@ import pandas as pd
 import param
 
 from dpstudio.engine import DensityPeaks
+from dpstudio.engine.dpc import density_notice
 from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset
@@ -200,7 +201,7 @@ class ClusteringSession(MethodState):
         with param.edit_constant(self):
             self.param.update(
                 dc=model.dc_, centers=np.asarray(model.centers_, np.int64), centers_picked=picks is not None,
-                pending_centers=0, can_undo=bool(self._history), notice=_density_notice(model), timings=timings,
+                pending_centers=0, can_undo=bool(self._history), notice=density_notice(model.rho_, model.dc_), timings=timings,
                 revision=self.revision + 1,
             )  # fmt: skip
 
@@ -260,10 +261,3 @@ def _centers_at_dc(picks: Picks, model: DensityPeaks) -> np.ndarray:
         return picks.centers
     return follow_picks(picks, model.dc_, model.parent_, model.delta_)
 
-
-def _density_notice(model: DensityPeaks) -> str:
-    """A warning when dc is so small that no point has a neighbour: every rho is 0 and the graph shows nothing."""
-    if model.rho_.max() > 0:
-        return ""
-    return (f"dc = {model.dc_:.6g} is below the smallest distance between points: every ρ is 0, so the decision "
-            "graph has no peaks. Use a larger dc or the percent rule.")  # fmt: skip

@@ -38,12 +38,13 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return _parse(path.name, path)
 
 
-def read_upload(name: str, content: bytes) -> pd.DataFrame:
-    """Like ``read_table``, for a file's content sent by a browser: parsed in memory, never written to disk."""
-    return _parse(Path(name).name, io.BytesIO(content))
+def read_upload(name: str, content: bytes, max_values: int | None = None) -> pd.DataFrame:
+    """Like ``read_table``, for a file's content sent by a browser: parsed in memory, never written to disk.
+    ``max_values`` bounds rows x columns before a compressed (Parquet) file is expanded."""
+    return _parse(Path(name).name, io.BytesIO(content), max_values)
 
 
-def _parse(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
+def _parse(name: str, source: Path | io.BytesIO, max_values: int | None = None) -> pd.DataFrame:
     suffix = Path(name).suffix.lower()
     if suffix not in READABLE:
         raise DataError(f"unsupported file type '{suffix or name}' (expected one of {', '.join(READABLE)})")
@@ -51,7 +52,7 @@ def _parse(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
         if suffix == ".npy":
             frame = _read_npy(name, source)
         elif suffix in (".parquet", ".pq"):
-            frame = pd.read_parquet(source)
+            frame = _read_parquet(name, source, max_values)
         else:
             frame = _read_delimited(name, source, TABLE_SUFFIXES[suffix])
     except DataError:
@@ -71,6 +72,18 @@ def _opened(source: Path | io.BytesIO):
         return source.open("rb")
     source.seek(0)
     return contextlib.nullcontext(source)
+
+
+def _read_parquet(name: str, source: Path | io.BytesIO, max_values: int | None) -> pd.DataFrame:
+    """A Parquet file, its size checked from its footer first: a few KB may expand to millions of rows."""
+    import pyarrow.parquet as pq
+
+    with _opened(source) as handle:
+        parquet = pq.ParquetFile(handle)
+        rows, columns = parquet.metadata.num_rows, parquet.metadata.num_columns
+        if max_values is not None and rows * columns > max_values:
+            raise DataError(f"{name} expands to {rows:,} rows x {columns} columns; the limit is {max_values:,} values")
+        return parquet.read().to_pandas()
 
 
 def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
@@ -193,8 +206,7 @@ def to_points(
     if standardize:
         spread = values.std(axis=0)
         values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
-    if np.abs(values).max() > np.finfo(np.float32).max:
-        raise DataError("values exceed the float32 range; rescale the data or use --standardize")
+    check_scale(values, "rescale the data or use --standardize")
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
@@ -210,9 +222,32 @@ def new_points(data, n_dims: int) -> np.ndarray:
         raise DataError(f"expected real numbers, got dtype {array.dtype}")
     if not np.isfinite(array).all():
         raise DataError("new points contain NaN or infinite values")
-    if array.size and np.abs(array).max() > np.finfo(np.float32).max:
-        raise DataError("values exceed the float32 range")
+    if array.size:
+        check_scale(array, "they are far outside the data's scale", whole_data=False)
     return np.ascontiguousarray(array, dtype=np.float32)
+
+
+# Squared distances are float32 (the semantics' rule). Their terms (2 M)^2 summed over d features stay below
+# float32's largest value (2^128) when M <= 2^62 / sqrt(d). And when every value is below 2^-40, the squared step
+# between neighbouring float32 values falls below float32's smallest normal number (2^-126): distances vanish.
+SMALLEST_SCALE = 2.0**-40
+
+
+def largest_value(n_dims: int) -> float:
+    """The largest |value| whose squared distances cannot overflow float32 in ``n_dims`` features."""
+    return 2.0**62 / np.sqrt(max(n_dims, 1))
+
+
+def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> None:
+    """Refuse values whose float32 squared distances would overflow to inf, or (for a whole data set) all
+    underflow to 0, instead of clustering them wrongly without a word."""
+    largest = float(np.abs(values).max())
+    if largest > largest_value(values.shape[1]):
+        raise DataError(f"values up to {largest:.3g} are too large: their squared distances overflow float32 (at "
+                        f"{values.shape[1]} features the limit is {largest_value(values.shape[1]):.3g}); {advice}")  # fmt: skip
+    if whole_data and 0 < largest < SMALLEST_SCALE:
+        raise DataError(f"every value is below {SMALLEST_SCALE:.3g} (the largest is {largest:.3g}): their squared "
+                        f"distances underflow float32 to 0; {advice}")  # fmt: skip
 
 
 def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataFrame:

@@ -22,6 +22,8 @@ import numbers
 
 import numpy as np
 
+from .vptree import rho_reach
+
 EXACT_PAIRS = 1 << 20
 SAMPLE_PAIRS = 1 << 20
 
@@ -30,6 +32,20 @@ def check_number(name: str, value) -> None:
     """A clear TypeError for a parameter given as text (or anything else) instead of a real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
+
+
+def check_dc(dc, kernel: str) -> None:
+    """dc must be a number whose reach squares to a positive, finite float32 (the distance rule's type): below
+    about 1e-19 it squares to 0 and no point would count even itself; above about 1e19 it squares to inf."""
+    check_number("dc", dc)
+    if not (math.isfinite(dc) and dc > 0):
+        raise ValueError(f"dc must be a finite positive number, got {dc}")
+    reach2 = rho_reach(float(dc), kernel) ** 2
+    low, high = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+    if not low <= reach2 < high:
+        scale = rho_reach(1.0, kernel)
+        raise ValueError(f"dc = {dc:.3g} is outside what float32 distances resolve (about {math.sqrt(low) / scale:.2g} "
+                         f"to {math.sqrt(high) / scale:.2g}); rescale the data")  # fmt: skip
 
 
 def pair_indices(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -359,6 +359,14 @@ class DensityPeaks(IndexedEstimator):
 
 
 
+def density_notice(rho: np.ndarray, dc: float) -> str:
+    """A warning when dc is so small that no point has a neighbour (every rho is 0), else an empty string."""
+    if rho.max() > 0:
+        return ""
+    return (f"dc = {dc:.6g} is below the smallest distance between points: every ρ is 0, so the decision "
+            "graph has no peaks. Use a larger dc or the percent rule.")  # fmt: skip
+
+
 def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forced=(False, False)) -> dict:
     """What an update did to the clusters. A cluster is its center point: it continues while that point is a
     center; but the cluster of the densest point, added as the last center because it was not chosen (``forced``:

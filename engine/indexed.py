@@ -29,7 +29,7 @@ from . import centers as center_rules
 from . import incremental
 from .backends import get_backend
 from .data import DataError, new_points, to_points
-from .dc import check_number, dc_from_percent
+from .dc import check_dc, dc_from_percent
 from .entropy import EntropyDc, dc_from_entropy
 from .hierarchy import graph_spanning_forest, single_linkage_chain
 
@@ -207,9 +207,7 @@ class IndexedPoints:
         keeps a new result out of the cache, so a sweep over many dc values does not push out the recent ones.
         """
         check_kernel(kernel)
-        check_number("dc", dc)
-        if not (np.isfinite(dc) and dc > 0):
-            raise ValueError(f"dc must be a finite positive number, got {dc}")
+        check_dc(dc, kernel)
         key = (kernel, float(dc))
         with self._lock:
             if key in self._fields:

@@ -122,7 +122,9 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{good}", "--method", "hdbscan", "--min-cluster-size", "50"], "min_samples (50) must be at most the number of points"),
         (["{good}", "--centers", ":"], "at least one given"),
         (["{good}", "--centers", "nan:nan"], "finite numbers"),
-        (["{good}", "--dc", "1e400"], "dc must be a finite positive number, got inf"),
+        (["{good}", "--dc", "1e400"], "expected a finite number; '1e400' overflows"),
+        (["{good}", "--dc", "1e30"], "outside what float32 distances resolve"),
+        (["{huge}"], "their squared distances overflow float32"),
         (["{good}", "--out", "{folder}"], "is a folder"),
         (["{folder}"], "is a folder, not a file"),
         (["{garbage}"], "not a NumPy .npy file"),
@@ -133,12 +135,20 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     (tmp_path / "good.csv").write_text("x,y\n" + "\n".join(f"{i},{i % 3}" for i in range(20)))
     (tmp_path / "folder.csv").mkdir()
     (tmp_path / "garbage.npy").write_bytes(bytes(range(256)) * 4)
-    paths = {name: tmp_path / file for name, file in [("bad", "bad.csv"), ("good", "good.csv"), ("folder", "folder.csv"), ("garbage", "garbage.npy")]}
+    (tmp_path / "huge.csv").write_text("x,y\n" + "\n".join(f"{i}e19,{i % 3}e19" for i in range(20)))
+    files = [("bad", "bad.csv"), ("good", "good.csv"), ("folder", "folder.csv"), ("garbage", "garbage.npy"), ("huge", "huge.csv")]
+    paths = {name: tmp_path / file for name, file in files}
     args = [a.format(**paths) for a in args]
     result = dpstudio("cluster", *args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_dc_below_every_distance_is_warned_about(tmp_path):
+    result = dpstudio("cluster", sample_data.path("moons"), "--dc", "1e-9")
+    assert result.returncode == 0
+    assert "warning: dc = 1e-09 is below the smallest distance between points: every ρ is 0" in result.stderr
 
 
 def test_version():

@@ -101,6 +101,11 @@ def test_bad_parameters(rng):
         DensityPeaks(kernel="tophat").fit(blobs(rng, 50))
     with pytest.raises(ValueError, match="dc must be a finite positive"):
         DensityPeaks(dc=-1.0, backend="cpu").fit(blobs(rng, 50))
+    for dc in (1e-20, 1e20, 1e30):  # its float32 square would be 0 (every rho -1) or inf
+        with pytest.raises(ValueError, match="outside what float32 distances resolve"):
+            DensityPeaks(dc=dc, backend="cpu").fit(blobs(rng, 50))
+    with pytest.raises(ValueError, match="outside what float32 distances resolve"):
+        DensityPeaks(dc=1e19, kernel="gaussian", backend="cpu").fit(blobs(rng, 50))  # its reach is 3 dc
     with pytest.raises(TypeError, match="dc must be a number, got '0.5'"):
         DensityPeaks(dc="0.5", backend="cpu").fit(blobs(rng, 50))
     with pytest.raises(TypeError, match="dc_percent must be a number, got '2'"):

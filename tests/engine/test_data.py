@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstudio.engine import DataError, read_table, to_points, write_labels
+from dpstudio.engine import DataError, DensityPeaks, read_table, to_points, write_labels
 from dpstudio.engine.data import with_dropped_rows
 
 
@@ -92,6 +92,27 @@ def test_complex_numbers_are_refused():
         to_points(np.ones((5, 2)) * (1 + 1j))
     with pytest.raises(DataError, match="column 'z' holds complex numbers"):
         to_points(pd.DataFrame({"x": np.arange(5.0), "z": np.arange(5) * 1j}))
+
+
+def test_scales_whose_squared_distances_overflow_or_vanish_are_refused(rng):
+    points = rng.normal(size=(50, 3))
+    with pytest.raises(DataError, match="too large: their squared distances overflow float32"):
+        to_points(points * 1e19)
+    with pytest.raises(DataError, match="underflow float32 to 0"):
+        to_points(points * 1e-23)
+    with pytest.raises(DataError, match="too large"):
+        DensityPeaks(backend="cpu").fit(points[:5]).partial_fit(points[:2] * 1e19)
+
+
+@pytest.mark.parametrize("scale", [2.0**55, 2.0**-35])  # near both limits, by powers of two (exact in float32)
+def test_data_near_the_scale_limits_clusters_as_at_unit_scale(scale, rng):
+    points = np.concatenate([rng.normal(size=(200, 2)), rng.normal(size=(200, 2)) + 12])
+    unit = DensityPeaks(dc=0.7, suggest="gamma", backend="cpu").fit(points)
+    scaled = DensityPeaks(dc=0.7 * scale, suggest="gamma", backend="cpu").fit(points * scale)
+    np.testing.assert_array_equal(scaled.rho_, unit.rho_)
+    np.testing.assert_array_equal(scaled.delta_, unit.delta_ * np.float32(scale))
+    np.testing.assert_array_equal(scaled.labels_, unit.labels_)
+    assert len(unit.centers_) == 2
 
 
 def test_parser_errors_name_the_file_not_its_folder(tmp_path):
