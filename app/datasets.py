@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +91,9 @@ class DatasetCache:
             raise DataError(f"unsupported file type '{Path(name).suffix or name}' (expected one of {', '.join(READABLE)})")
         key = f"upload:{hashlib.sha256(content).hexdigest()}:{Path(name).suffix.lower()}"
         # parsed in memory: no copy of the user's file on disk, to be left behind if the server is killed
-        return self._get(key, name, lambda: to_points(read_upload(name, content), drop_nonfinite=True), progress)
+        # a compressed file expands to no more values than a CSV of the size limit could hold (2 bytes a value)
+        read = partial(read_upload, name, content, max_values=max_bytes // 2)
+        return self._get(key, name, lambda: to_points(read(), drop_nonfinite=True), progress)
 
     def _get(self, key: str, name: str, read: Callable[[], Points], progress: Progress | None,
              truth: Callable[[], np.ndarray] | None = None) -> Dataset:  # fmt: skip

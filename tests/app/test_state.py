@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import tempfile
 
 import numpy as np
@@ -248,6 +249,16 @@ def test_uploads_are_checked_and_keyed_by_content(cache):
         cache.upload("table.xlsx", content, max_bytes=2**20)
     with pytest.raises(DataError, match=r"column 'b' is not numeric: value 'x' at row 1 \(0-based\)"):
         cache.upload("bad.csv", b"a,b\n1,2\n3,x\n4,5\n", max_bytes=2**20)
+
+
+def test_a_small_parquet_file_that_expands_past_the_limit_is_refused_unread(cache):
+    buffer = io.BytesIO()
+    pd.DataFrame({"x": np.zeros(400_000), "y": np.zeros(400_000)}).to_parquet(buffer)  # a few KB compressed
+    content = buffer.getvalue()
+    assert len(content) < 2**16
+    with pytest.raises(DataError, match="zeros.parquet expands to 400,000 rows x 2 columns; the limit is 32,768 values"):
+        cache.upload("zeros.parquet", content, max_bytes=2**16)
+    assert cache.upload("zeros.parquet", content, max_bytes=2**21).n_points == 400_000
 
 
 def test_download_rows_point_back_to_the_input(cache, tmp_path):
