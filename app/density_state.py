@@ -158,8 +158,12 @@ class HDBSCANState(MethodState):
         else:
             related = set(_ancestors(parents, cluster - n)) | set(_descendants(parents, cluster - n))
             selected = {c for c in selected if c - n not in related} | {cluster}
-        model.set_clusters(sorted(selected))
-        self._show(model, hand_picked=True)
+        self.set_clusters(selected)
+
+    def set_clusters(self, clusters) -> None:
+        """Select exactly these clusters of the condensed tree (a saved session's hand-picked selection)."""
+        self.model.set_clusters(sorted(int(c) for c in clusters))
+        self._show(self.model, hand_picked=True)
 
     def describe(self) -> str:
         rule = "hand-picked" if self.hand_picked else self.selection

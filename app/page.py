@@ -28,6 +28,7 @@ from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
 from .method_controls import DBSCANControls, HDBSCANControls
 from .plots import MAX_MARKERS, SessionPlots
+from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
 from .sweep_plot import SweepPlot
@@ -132,6 +133,13 @@ class StudioPage:
                                                     label="Download labels (CSV)", button_type="success")  # fmt: skip
         self.download_parquet = pn.widgets.FileDownload(callback=partial(self._labels_file, "parquet"),
                                                         filename="labels.parquet", label="Download labels (Parquet)")  # fmt: skip
+        self.save_session = pn.widgets.FileDownload(callback=self._session_file, filename="session.json",
+                                                    label="Save the session (JSON)")  # fmt: skip
+        self.load_session = pn.widgets.FileInput(accept=".json", name="Load a saved session", sizing_mode="stretch_width")
+        self.command = pn.widgets.TextAreaInput(name="The same result from the command line", height=110,
+                                                sizing_mode="stretch_width")  # fmt: skip
+        self.copy_command = pn.widgets.Button(name="Copy as command")
+        self.copy_command.js_on_click(args={"source": self.command}, code="navigator.clipboard.writeText(source.value)")
         self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=TABLE_PAGE,
                                           sizing_mode="stretch_width")  # fmt: skip
@@ -150,6 +158,7 @@ class StudioPage:
         for tap in self.sweep_plot.taps:
             tap.add_subscriber(lambda x, y: self._go_to_dc(self.sweep_plot.clicked_dc(x)))
         self.upload.param.watch(self._file_chosen, "value")
+        self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new), "value")
         self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new), "value_throttled")
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new), "value")
@@ -188,7 +197,8 @@ class StudioPage:
             "### Method", self.method, self.dpc_controls, self.dbscan.panel, self.hdbscan.panel,
             "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
             pn.Row(self.pin, self.unpin),
-            "### Results", self.download_csv, self.download_parquet,
+            "### Results", self.download_csv, self.download_parquet, self.save_session,
+            pn.pane.Markdown("Load a saved session", margin=(0, 10)), self.load_session, self.command, self.copy_command,
             pn.pane.Markdown(f"Engine: **{backend}**", css_classes=["dp-status"]),
             pn.pane.Markdown(LATER, css_classes=["dp-status"]),
             width=330,
@@ -280,6 +290,26 @@ class StudioPage:
             finally:
                 activity.busy.visible = activity.progress.visible = False
 
+    def open_query(self, params: dict[str, str]) -> None:
+        """The page's URL parameters (``reproduce.query_document``): a sample and its parameters shown once loaded; a
+        bad one is said in the alert and the page opens as usual."""
+        if not params:
+            return
+        try:
+            document = query_document(params)
+        except ValueError as exc:
+            self.alert.object, self.alert.visible = f"**The URL's parameters were not used:** {exc}", True
+            return
+        self._start("Opening the URL's parameters", self._apply_session, document)
+
+    def _apply_session(self, document: dict | bytes, progress=None) -> None:
+        """A session document, or a saved session file's content."""
+        if isinstance(document, bytes):
+            self.load_session.value = None  # the same file may be loaded again
+            document = read_session(document)
+        apply_session(self.studio, document, lambda name, progress: self.cache.sample(name, progress=progress), progress)
+        self._show_dataset()
+
     def _go_to_dc(self, dc: float | None) -> None:
         if dc is not None and dc != self.session.dc:
             self._start("Changing dc", self.session.set_dc, dc)
@@ -323,6 +353,7 @@ class StudioPage:
         self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{dropped}"
         your_file = [self._choice(self._your_file)] if self._your_file else []
         self.sample.param.update(options=[*sample_data.SAMPLES, *your_file], value=self._choice(dataset))
+        self.save_session.filename = saved_name(self.studio)
 
     def _choice(self, dataset: Dataset) -> str:
         """The data-set list's entry for a data set."""
@@ -407,6 +438,7 @@ class StudioPage:
         self.table.value = table.assign(**{name: table[name].map(lambda v: float(f"{v:.4g}")) for name in floats})
         self._show_comparison()
         self._show_status()
+        self.command.value = command_line(self.studio)
 
     def _show_status(self) -> None:
         timings = {**self.studio.active.timings, **{f"render {k}": v for k, v in self.plots.render_seconds.items()}}
@@ -424,6 +456,9 @@ class StudioPage:
             table.to_parquet(buffer, index=False)
         buffer.seek(0)
         return buffer
+
+    def _session_file(self) -> io.BytesIO:
+        return io.BytesIO(session_json(self.studio).encode())
 
     def close(self) -> None:
         """The browser went away: drop this session's arrays (the shared data set stays in the cache), and let go

@@ -38,6 +38,7 @@ def make_app(cache: DatasetCache, settings: PageSettings):
         OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"
         pn.state.on_session_destroyed(lambda context: session_ended(page))
+        page.open_query({name: values[-1].decode(errors="replace") for name, values in (pn.state.session_args or {}).items()})
         return page.layout
 
     return app

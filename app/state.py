@@ -139,6 +139,10 @@ class ClusteringSession(MethodState):
         box = [(rho0, delta0), (rho1, delta0), (rho1, delta1), (rho0, delta1)]
         self._choose(polygon=np.array(box), region="box")
 
+    def choose(self, centers) -> None:
+        """Centers = these point indices (a saved session's, or a URL's)."""
+        self._choose(centers=np.asarray(centers, dtype=np.int64).reshape(-1))
+
     def pick_count(self, n_clusters: int) -> None:
         """Centers = the n points of largest gamma."""
         self._choose(n_centers=int(n_clusters))

@@ -1,0 +1,214 @@
+"""What reproduces a page's result elsewhere: the ``dpstudio cluster`` command line, and the session as a small
+JSON document (parameters and centers) that a page loads back; a URL's query uses the same document.
+
+Centers are point indices: rows of the data set as the page reads it (rows with NaN or inf left out), which is how
+``dpstudio cluster --centers i,j,k --drop-nonfinite`` reads them too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+from dpstudio import sample_data
+
+from .studio import METHODS, Studio
+
+SCHEMA = 1  # the version of the session document; a page refuses any other
+KERNELS = ("cutoff", "gaussian")
+
+
+def data_source(studio: Studio) -> tuple[str | None, str]:
+    """(sample name or None, the file a command line reads: a sample's or a served file's path, else its name)."""
+    key, name = studio.dataset.key, studio.dataset.name
+    if key.startswith("sample:"):
+        sample = key.split(":", 1)[1]
+        return sample, str(sample_data.path(sample))
+    if key.startswith("file:"):
+        return None, key.split(":", 1)[1].rsplit(":", 2)[0]
+    return None, name  # an upload: the user has the file under its name
+
+
+def command_line(studio: Studio, out: str = "labels.csv") -> str:
+    """The ``dpstudio cluster`` command that gives the current clustering of the active method."""
+    _, path = data_source(studio)
+    args = ["dpstudio", "cluster", path]
+    if studio.dataset.points.dropped_rows.size:
+        args.append("--drop-nonfinite")
+    note = ""
+    if studio.method == "dpc":
+        dpc = studio.dpc
+        args += ["--kernel", dpc.kernel] if dpc.kernel != "cutoff" else []
+        args += ["--dc-percent", f"{dpc.dc_percent:g}"] if dpc.dc_percent is not None else ["--dc", repr(float(dpc.dc))]
+        if dpc.centers_picked:
+            args += ["--centers", ",".join(str(int(c)) for c in dpc.centers) + ("," if len(dpc.centers) == 1 else "")]
+    elif studio.method == "dbscan":
+        dbscan = studio.dbscan
+        args += ["--method", "dbscan", "--eps", repr(float(dbscan.eps)), "--min-samples", str(dbscan.min_samples)]
+    else:
+        hdbscan = studio.hdbscan
+        args += ["--method", "hdbscan", "--min-cluster-size", str(hdbscan.min_cluster_size),
+                 "--min-samples", str(hdbscan.min_samples), "--selection", hdbscan.selection]  # fmt: skip
+        if hdbscan.hand_picked:
+            note = "  # gives the rule's clusters: clusters picked on the tree are kept only in a saved session"
+    return shlex.join([*args, "--out", out]) + note
+
+
+def session_document(studio: Studio) -> dict:
+    """The session's data set, method and the parameters (and DPC centers) of every method shown so far."""
+    sample, _ = data_source(studio)
+    document = {
+        "dpstudio_session": SCHEMA,
+        "dataset": {"name": studio.dataset.name, "sample": sample, "n_points": studio.dataset.n_points},
+        "method": studio.method,
+    }
+    if studio.dpc.loaded:
+        dpc = studio.dpc
+        document["dpc"] = {"kernel": dpc.kernel, "dc": float(dpc.dc), "dc_percent": dpc.dc_percent,
+                           "centers": [int(c) for c in dpc.centers] if dpc.centers_picked else None}  # fmt: skip
+    if studio.dbscan.loaded:
+        document["dbscan"] = {"eps": float(studio.dbscan.eps), "min_samples": studio.dbscan.min_samples}
+    if studio.hdbscan.loaded:
+        hdbscan = studio.hdbscan
+        document["hdbscan"] = {"min_cluster_size": hdbscan.min_cluster_size, "min_samples": hdbscan.min_samples,
+                               "selection": hdbscan.selection,
+                               "clusters": [int(c) for c in hdbscan.model.selected_clusters_] if hdbscan.hand_picked else None}  # fmt: skip
+    return document
+
+
+def session_json(studio: Studio) -> str:
+    return json.dumps(session_document(studio), indent=2)
+
+
+def read_session(text: str | bytes) -> dict:
+    """A session document from a saved file, checked: every problem is one ValueError naming the field."""
+    try:
+        document = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not a dpstudio session file: {exc}") from exc
+    if not isinstance(document, dict) or "dpstudio_session" not in document:
+        raise ValueError("not a dpstudio session file (no 'dpstudio_session' version)")
+    if document["dpstudio_session"] != SCHEMA:
+        raise ValueError(f"session version {document['dpstudio_session']!r} is not one this page reads ({SCHEMA})")
+    return _checked(document)
+
+
+def query_document(query: str | dict) -> dict:
+    """A session document from a URL's query, e.g. ``?sample=moons&method=dpc&dc=0.2&centers=3,17``; parameters
+    that are not given keep their defaults."""
+    params = dict(parse_qsl(query.lstrip("?"))) if isinstance(query, str) else {k: str(v) for k, v in query.items()}
+    unknown = set(params) - {"sample", "method", "kernel", "dc", "dc_percent", "centers", "eps", "min_samples",
+                             "min_cluster_size", "selection"}  # fmt: skip
+    if unknown:
+        raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
+    method = params.get("method", "dpc")
+    document = {"dpstudio_session": SCHEMA, "dataset": {"sample": params.get("sample")}, "method": method}
+    number = _number_from_text
+    if {"kernel", "dc", "dc_percent", "centers"} & set(params):
+        centers = params.get("centers")
+        document["dpc"] = {
+            "kernel": params.get("kernel", "cutoff"),
+            "dc": number("dc", params["dc"]) if "dc" in params else None,
+            "dc_percent": number("dc_percent", params["dc_percent"]) if "dc_percent" in params else None,
+            "centers": None if centers is None else [int(number("centers", c)) for c in centers.split(",") if c.strip()],
+        }  # fmt: skip
+    if method == "dbscan" or {"eps"} & set(params):
+        document["dbscan"] = {"eps": number("eps", params["eps"]) if "eps" in params else None,
+                              "min_samples": int(number("min_samples", params.get("min_samples", "5")))}  # fmt: skip
+    if method == "hdbscan":
+        size = int(number("min_cluster_size", params.get("min_cluster_size", "15")))
+        document["hdbscan"] = {"min_cluster_size": size, "selection": params.get("selection", "eom"),
+                               "min_samples": int(number("min_samples", params.get("min_samples", str(size)))), "clusters": None}  # fmt: skip
+    return _checked(document)
+
+
+def apply_session(studio: Studio, document: dict, load_sample, progress=None) -> None:
+    """Show a (checked) session document: its sample loaded if it names one (``load_sample(name, progress)``
+    returns the Dataset), else it must be the data set shown; then each method's parameters, the method last."""
+    dataset = document["dataset"]
+    if dataset.get("sample"):
+        if data_source(studio)[0] != dataset["sample"]:
+            studio.load(load_sample(dataset["sample"], progress), progress=progress)
+    elif dataset.get("name") not in (None, studio.dataset.name) or dataset.get("n_points") not in (None, studio.dataset.n_points):
+        raise ValueError(f"this session is of {dataset.get('name')} ({dataset.get('n_points')} points); "
+                         f"load that file first (shown: {studio.dataset.name}, {studio.dataset.n_points} points)")  # fmt: skip
+    n = studio.dataset.n_points
+    if (dpc := document.get("dpc")) is not None:
+        centers = dpc.get("centers")
+        if centers is not None and any(not 0 <= c < n for c in centers):
+            raise ValueError(f"a center index is out of range for {n} points")
+        studio.set_method("dpc", progress=progress)
+        if dpc.get("dc_percent") is not None:
+            studio.dpc.set_dc(dc_percent=dpc["dc_percent"], kernel=dpc["kernel"], progress=progress)
+        elif dpc.get("dc") is not None:
+            studio.dpc.set_dc(dpc["dc"], kernel=dpc["kernel"], progress=progress)
+        if centers is not None:
+            studio.dpc.choose(centers)
+    if (dbscan := document.get("dbscan")) is not None:
+        studio.set_method("dbscan", progress=progress)
+        studio.dbscan.set_min_samples(dbscan["min_samples"], progress=progress)
+        if dbscan.get("eps") is not None:
+            studio.dbscan.set_eps(dbscan["eps"])
+    if (hdbscan := document.get("hdbscan")) is not None:
+        studio.set_method("hdbscan", progress=progress)
+        studio.hdbscan.set_parameters(hdbscan["min_cluster_size"], hdbscan["min_samples"], hdbscan["selection"], progress=progress)
+        if hdbscan.get("clusters"):
+            studio.hdbscan.set_clusters(hdbscan["clusters"])
+    studio.set_method(document["method"], progress=progress)
+
+
+def _checked(document: dict) -> dict:
+    """The document's fields checked for type and range (not against a data set: see apply_session)."""
+    dataset = document.get("dataset")
+    if not isinstance(dataset, dict):
+        raise ValueError("the session names no data set")
+    if dataset.get("sample") is not None and dataset["sample"] not in sample_data.SAMPLES:
+        raise ValueError(f"no sample named {dataset['sample']!r} (samples: {', '.join(sample_data.SAMPLES)})")
+    if document.get("method") not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {document.get('method')!r}")
+    if (dpc := document.get("dpc")) is not None:
+        if dpc.get("kernel") not in KERNELS:
+            raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {dpc.get('kernel')!r}")
+        for name in ("dc", "dc_percent"):
+            if dpc.get(name) is not None:
+                _positive(name, dpc[name])
+        if dpc.get("centers") is not None and not _whole_numbers(dpc["centers"]):
+            raise ValueError("centers must be a list of point indices")
+    if (dbscan := document.get("dbscan")) is not None:
+        if dbscan.get("eps") is not None:
+            _positive("eps", dbscan["eps"])
+        _at_least("min_samples", dbscan.get("min_samples"), 1)
+    if (hdbscan := document.get("hdbscan")) is not None:
+        _at_least("min_cluster_size", hdbscan.get("min_cluster_size"), 2)
+        _at_least("min_samples", hdbscan.get("min_samples"), 1)
+        if hdbscan.get("clusters") is not None and not _whole_numbers(hdbscan["clusters"]):
+            raise ValueError("hdbscan clusters must be a list of condensed-tree cluster ids")
+    return document
+
+
+def _number_from_text(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {text!r}") from None
+
+
+def _positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+
+
+def _at_least(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+
+
+def _whole_numbers(values) -> bool:
+    return isinstance(values, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def saved_name(studio: Studio) -> str:
+    return f"{Path(studio.dataset.name).stem}-session.json"

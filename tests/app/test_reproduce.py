@@ -1,0 +1,119 @@
+"""Copy as command, the saved session and the URL's query: each gives back the page's clustering."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio.app.datasets import DatasetCache
+from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_json
+from dpstudio.app.studio import Studio
+
+
+@pytest.fixture(scope="module")
+def cache():
+    return DatasetCache(max_datasets=3, backend="cpu")
+
+
+@pytest.fixture
+def studio(cache):
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    yield studio
+    studio.close()
+
+
+def run_command(line: str, tmp_path) -> np.ndarray:
+    """Run a copied command line as a user would paste it (its --out file in tmp_path); the labels it wrote."""
+    args = line.split("  #")[0].split()
+    assert args[:2] == ["dpstudio", "cluster"] and args[-2] == "--out"
+    out = tmp_path / args[-1]
+    result = subprocess.run([sys.executable, "-m", "dpstudio.app.cli", *args[1:-1], str(out), "--backend", "cpu"],
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return pd.read_csv(out)["label"].to_numpy()
+
+
+def test_the_copied_command_gives_the_pages_clusters_for_each_method(studio, tmp_path):
+    dpc = studio.dpc
+    dpc.set_dc(dc_percent=1.5)
+    dpc.choose([int(i) for i in np.argsort(-dpc.model.rho_ * dpc.model.delta_)[:3]])
+    dpc.set_dc(float(dpc.dc) * 1.25)  # the picks followed to a directly set dc
+    line = command_line(studio)
+    assert "--dc " in line and "--centers " in line
+    np.testing.assert_array_equal(run_command(line, tmp_path), studio.labels())
+    studio.set_method("dbscan")
+    studio.dbscan.set_eps(float(studio.dbscan.eps) * 0.8)
+    np.testing.assert_array_equal(run_command(command_line(studio), tmp_path), studio.labels())
+    studio.set_method("hdbscan")
+    studio.hdbscan.set_parameters(min_cluster_size=40, min_samples=10)
+    np.testing.assert_array_equal(run_command(command_line(studio), tmp_path), studio.labels())
+
+
+def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
+    studio.dpc.set_dc(dc_percent=3.0, kernel="gaussian")
+    studio.dpc.pick_count(4)
+    studio.set_method("dbscan")
+    studio.dbscan.set_min_samples(8)
+    studio.dbscan.set_eps(0.4)
+    studio.set_method("hdbscan")
+    tree = studio.hdbscan.model
+    studio.hdbscan.toggle_cluster(int(tree.selected_clusters_[0]))
+    studio.set_method("dpc")
+    saved = session_json(studio)
+    fresh = Studio()
+    fresh.load(cache.sample("moons"))  # another data set: the session names its sample
+    apply_session(fresh, read_session(saved), lambda name, progress: cache.sample(name, progress=progress))
+    assert fresh.dataset.name == studio.dataset.name and fresh.method == "dpc"
+    for method in ("dpc", "dbscan", "hdbscan"):
+        np.testing.assert_array_equal(fresh.states[method].labels(), studio.states[method].labels())
+    assert (fresh.dpc.kernel, fresh.dpc.dc, fresh.dbscan.eps, fresh.hdbscan.hand_picked) == ("gaussian", studio.dpc.dc, 0.4, True)
+    assert json.loads(saved) == json.loads(session_json(fresh))
+    fresh.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "not a dpstudio session file"),
+        ('{"a": 1}', "no 'dpstudio_session' version"),
+        ('{"dpstudio_session": 7}', "session version 7"),
+        ('{"dpstudio_session": 1, "dataset": {"sample": "nope"}, "method": "dpc"}', "no sample named 'nope'"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "kmeans"}', "method must be one of"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "dc": -1}}', "dc must be a finite positive"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centers": [1.5]}}', "centers must be a list"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dbscan", "dbscan": {"eps": 1, "min_samples": 0}}', "min_samples must be a whole number >= 1"),
+    ],
+)
+def test_bad_session_files_are_refused_with_the_field(text, message):
+    with pytest.raises(ValueError, match=message):
+        read_session(text)
+
+
+def test_a_session_of_another_file_or_out_of_range_centers_changes_nothing(studio):
+    other = {"dpstudio_session": 1, "dataset": {"name": "mine.csv", "sample": None, "n_points": 10}, "method": "dpc"}
+    with pytest.raises(ValueError, match="this session is of mine.csv"):
+        apply_session(studio, read_session(json.dumps(other)), None)
+    labels = studio.labels().copy()
+    same = {"dpstudio_session": 1, "dataset": {"name": studio.dataset.name, "sample": "blobs"}, "method": "dpc",
+            "dpc": {"kernel": "cutoff", "dc": None, "dc_percent": None, "centers": [10**6]}}  # fmt: skip
+    with pytest.raises(ValueError, match="out of range"):
+        apply_session(studio, read_session(json.dumps(same)), None)
+    np.testing.assert_array_equal(studio.labels(), labels)
+
+
+def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
+    document = query_document("?sample=moons&method=dbscan&eps=0.15&min_samples=6")
+    apply_session(studio, document, lambda name, progress: cache.sample(name, progress=progress))
+    assert (studio.dataset.name, studio.method, studio.dbscan.eps, studio.dbscan.min_samples) == ("moons", "dbscan", 0.15, 6)
+    apply_session(studio, query_document("sample=moons&dc_percent=1&centers=5,900"), None)
+    assert studio.method == "dpc" and studio.dpc.dc_percent == 1 and list(studio.dpc.centers[:2]) == [5, 900]
+    for query, message in [("dc=abc", "dc must be a number, got 'abc'"), ("sample=x", "no sample named 'x'"),
+                           ("colour=red", "unknown URL parameter 'colour'"), ("eps=-1", "eps must be a finite positive")]:  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            query_document(query)

@@ -1,0 +1,58 @@
+"""Reproducing a result in a real browser: a URL with parameters, copy as command, save and load a session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dpstudio import sample_data
+
+from .test_app import ROWS, TIMEOUT_MS, data_set_info, open_app, table_rows
+
+pytestmark = pytest.mark.browser
+
+
+def command_box(page: Page):
+    return page.get_by_label("The same result from the command line")
+
+
+def test_a_url_opens_a_sample_with_its_parameters_and_a_bad_one_says_why(page: Page, server):
+    open_app(page, f"{server.url}/?sample=moons&method=dbscan&eps=0.15&min_samples=6")
+    expect(data_set_info(page)).to_contain_text("moons", timeout=TIMEOUT_MS)
+    moons = sample_data.path("moons")
+    expect(command_box(page)).to_have_value(f"dpstudio cluster {moons} --method dbscan --eps 0.15 --min-samples 6 --out labels.csv",
+                                            timeout=TIMEOUT_MS)  # fmt: skip
+    open_app(page, f"{server.url}/?dc=abc")
+    expect(page.get_by_text("The URL's parameters were not used: dc must be a number, got 'abc'")).to_be_visible()
+
+
+def test_copy_as_command_puts_the_line_on_the_clipboard(page: Page, server):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    open_app(page, server.url)
+    page.get_by_role("button", name="Pick top γ").click()
+    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+    line = command_box(page).input_value()
+    assert "--centers " in line and line.endswith("--out labels.csv"), line
+    page.get_by_role("button", name="Copy as command").click()
+    assert page.evaluate("navigator.clipboard.readText()") == line
+
+
+def test_a_saved_session_loads_back_in_a_fresh_page(page: Page, server, tmp_path):
+    open_app(page, server.url)
+    page.get_by_role("button", name="Pick top γ").click()  # 3 clusters by the largest gamma
+    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+    with page.expect_download(timeout=TIMEOUT_MS) as download:
+        page.get_by_text("Save the session (JSON)").click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert saved.name == "blobs-session.json" and json.loads(saved.read_text())["dpc"]["centers"]
+    open_app(page, server.url)
+    assert table_rows(page) == 5  # a fresh page: the automatic clusters
+    page.locator("input[type=file][accept='.json']").set_input_files(saved)
+    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+    (tmp_path / "broken.json").write_text('{"dpstudio_session": 1, "dataset": {}, "method": "kmeans"}')
+    page.locator("input[type=file][accept='.json']").set_input_files(tmp_path / "broken.json")
+    expect(page.get_by_text("Loading the session failed: method must be one of")).to_be_visible(timeout=TIMEOUT_MS)
+    assert table_rows(page) == 3
