@@ -26,6 +26,7 @@ from dpstudio.engine.data import READABLE
 
 from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
+from .gamma_plot import GammaPlot
 from .method_controls import DBSCANControls, HDBSCANControls
 from .plots import MAX_MARKERS, SessionPlots
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
@@ -80,6 +81,7 @@ class StudioPage:
         self.plots = SessionPlots(self.studio, on_render=self._show_status)
         self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
         self.sweep_plot = SweepPlot(self.session)
+        self.gamma_plot = GammaPlot(self.session)
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -119,6 +121,7 @@ class StudioPage:
         self.notice = pn.pane.Alert(alert_type="warning", visible=False, sizing_mode="stretch_width")
         self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={"cut-off": "cutoff", "Gaussian": "gaussian"})
         self.halo = pn.widgets.Checkbox(name="Grey out the halo (cluster borders)")
+        self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
         self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
         self.n_clusters = pn.widgets.IntInput(name="Number of clusters", value=3, start=1, width=130)
         self.pick = pn.widgets.Button(name="Pick top γ", align="end")
@@ -163,6 +166,9 @@ class StudioPage:
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new), "value")
         self.halo.param.watch(lambda e: self._start("Computing the halo", session.set_halo, e.new), "value")
+        self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
+        self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y))
+        self.gamma_plot.tap.add_subscriber(lambda x, y: self._pick_by_rank(self.gamma_plot.clicked_count(x)))
         self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest))
         self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value))
         self.clear.on_click(lambda e: self._start("Relabelling", session.clear))
@@ -171,7 +177,7 @@ class StudioPage:
         self.cancel.on_click(lambda e: session.cancel())
         self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry))
         self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds))
-        session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel"])
+        session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel", "log_axes"])
         studio.param.watch(self._show_clusters, ["revision"])
         session.param.watch(self._show_sweep, ["sweep"])
         studio.param.watch(self._show_method, ["method", "dataset", "colour_by", "pinned"])
@@ -185,10 +191,12 @@ class StudioPage:
     def _layout(self) -> pn.viewable.Viewable:
         backend = self.studio.dataset.indexed.backend.device_name()
         self.dpc_controls = pn.Column(
-            "### Density", self.dc, self.dc_percent, self.notice, self.kernel, self.halo,
+            "### Density", self.dc, self.dc_percent, self.notice, self.kernel, self.halo, self.log_axes,
             "### Centers",
             pn.pane.Markdown("Lasso (or box-select) points at the top right of the decision graph: each becomes a "
-                             "cluster center and every point is relabelled.", css_classes=["dp-status"]),
+                             "cluster center and every point is relabelled. Or click the graph: the points right of "
+                             "and above the click become the centers (the original paper's rectangle). Or click a rank "
+                             "on the γ plot.", css_classes=["dp-status"]),
             self.suggest, pn.Row(self.n_clusters, self.pick), pn.Row(self.clear, self.undo),
             sizing_mode="stretch_width",
         )  # fmt: skip
@@ -198,7 +206,7 @@ class StudioPage:
             "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
             pn.Row(self.pin, self.unpin),
             "### Results", self.download_csv, self.download_parquet, self.save_session,
-            pn.pane.Markdown("Load a saved session", margin=(0, 10)), self.load_session, self.command, self.copy_command,
+            self.load_session, self.command, self.copy_command,
             pn.pane.Markdown(f"Engine: **{backend}**", css_classes=["dp-status"]),
             pn.pane.Markdown(LATER, css_classes=["dp-status"]),
             width=330,
@@ -206,7 +214,8 @@ class StudioPage:
         # each plot in a Column whose visibility follows the method: a plot pane's own visibility cannot change from
         # the worker thread that switches the method (Panel syncs it to Bokeh without the document lock)
         self.method_plots = {
-            "dpc": _shown(self.plots.decision_graph(), "decision-graph"),
+            "dpc": pn.Column(_plot_pane(self.plots.decision_graph(), "decision-graph"),
+                             _plot_pane(self.gamma_plot.plot, "gamma-rank"), sizing_mode="stretch_width"),
             "dbscan": _shown(self.dbscan_plots.k_distance(), "k-distance"),
             "hdbscan": _shown(self.tree_plot.plot(), "condensed-tree"),
         }
@@ -310,6 +319,11 @@ class StudioPage:
         apply_session(self.studio, document, lambda name, progress: self.cache.sample(name, progress=progress), progress)
         self._show_dataset()
 
+    def _pick_by_rank(self, n_centers: int | None) -> None:
+        if n_centers is not None:
+            self.n_clusters.value = n_centers
+            self._start("Relabelling", self.session.pick_count, n_centers)
+
     def _go_to_dc(self, dc: float | None) -> None:
         if dc is not None and dc != self.session.dc:
             self._start("Changing dc", self.session.set_dc, dc)
@@ -370,6 +384,7 @@ class StudioPage:
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
         self.kernel.value = session.kernel
+        self.log_axes.value = session.log_axes
 
     def _percent_typed(self, event) -> None:
         if event.new.strip() and event.new != _percent_text(self.session.dc_percent):
@@ -465,7 +480,7 @@ class StudioPage:
         of what keeps the page alive after its session: the plots' streams, and Panel's registry of JS callbacks
         (weakly keyed, but each callback refers back to its widget, like the dc slider's text box)."""
         self.studio.close()
-        for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot):
+        for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot, self.gamma_plot):
             plots.close()
         for widget in self.layout.select():
             Callback.registry.pop(widget, None)

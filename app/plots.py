@@ -17,6 +17,8 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.centers import graph_coordinates
+
 from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
@@ -91,22 +93,25 @@ class SessionPlots:
         self.view_image = hv.DynamicMap(self._view_image, streams=[view_watched, self.view_ranges, size[1]])
         self.lasso = hv.streams.Lasso(source=self.graph_image)
         self.box = hv.streams.BoundsXY(source=self.graph_image)
+        self.corner_tap = hv.streams.Tap(source=self.graph_image)  # the rectangle's corner
         pinned_watched = hv.streams.Params(studio, ["pinned", "x_axis", "y_axis"])
         pinned_size = hv.streams.PlotSize(width=PLOT_SIZE[0] // 2, height=PLOT_SIZE[1] // 2)
         self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
         self._streams = [graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size,
-                         pinned_size, self.lasso, self.box]  # fmt: skip
+                         pinned_size, self.lasso, self.box, self.corner_tap]  # fmt: skip
         studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
-        self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel"])
+        self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
 
     def decision_graph(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._graph_centers, streams=[self._stream(hv.streams.Params(self.session, ["revision"]))])
-        return (self.graph_image * centers).opts(
+        revision = [self._stream(hv.streams.Params(self.session, ["revision"])) for _ in range(2)]
+        centers = hv.DynamicMap(self._graph_centers, streams=[revision[0]])
+        corner = hv.DynamicMap(self._graph_corner, streams=[revision[1]])
+        return (self.graph_image * corner * centers).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
-                xlabel="ρ (local density)", ylabel="δ (distance to a denser point)",
-                title="Decision graph: lasso the peaks at the top right", framewise=True, **_size(),
+                title="Decision graph: lasso the peaks at the top right, or click a corner", framewise=True, **_size(),
             ),
+            hv.opts.Path(color="black", line_dash="dashed", line_width=1.5),
             hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
                            nonselection_alpha=1.0, hooks=[_select_on_markers_only]),
         )  # fmt: skip
@@ -138,11 +143,13 @@ class SessionPlots:
     def _graph_image(self, revision, x_range, y_range, width, height, scale=1.0):
         if not self.session.loaded:  # DPC not shown since the data set changed: it loads when chosen again
             return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=["rho", "delta"], vdims=list("RGBA"))
-        model, started = self.session.model, time.perf_counter()
-        image = shade_categories(model.rho_, model.delta_, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"))
+        started = time.perf_counter()
+        x, y = self._graph_coordinates()
+        image = shade_categories(x, y, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"))
         self.render_seconds["decision graph"] = time.perf_counter() - started
         self.on_render()
-        return image
+        log = "log₁₀ " if self.session.log_axes else ""
+        return image.opts(xlabel=f"{log}ρ (local density)", ylabel=f"{log}δ (distance to a denser point)")
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
         studio, started = self.studio, time.perf_counter()
@@ -163,9 +170,25 @@ class SessionPlots:
     def _graph_centers(self, revision):
         if not self.session.loaded:
             return self._centers(np.empty(0), np.empty(0), ("rho", "delta"), np.empty(0, np.int64))
+        centers = self.session.model.centers_
+        x, y = self._graph_coordinates()
+        return self._centers(x[centers], y[centers], ("rho", "delta"), centers)
+
+    def _graph_corner(self, revision):
+        """The rectangle that chose the centers: dashed lines from its corner to the right and to the top."""
+        corner = self.session.corner if self.session.loaded else None
+        if corner is None:
+            return hv.Path([], ["rho", "delta"])
+        x, y = self._graph_coordinates()
+        (left, bottom), log = corner, self.session.log_axes
+        left, bottom = (np.log10(left), np.log10(bottom)) if log else (left, bottom)
+        right = max(float(x.max()), left) + 0.05 * (float(np.ptp(x)) or 1.0)  # a little past the farthest point
+        top = max(float(y.max()), bottom) + 0.05 * (float(np.ptp(y)) or 1.0)
+        return hv.Path([[(left, top), (left, bottom), (right, bottom)]], ["rho", "delta"])
+
+    def _graph_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
         model = self.session.model
-        centers = model.centers_
-        return self._centers(model.rho_[centers], model.delta_[centers], ("rho", "delta"), centers)
+        return graph_coordinates(model.rho_, model.delta_, self.session.log_axes)
 
     def _view_centers(self, revision, x_axis, y_axis):
         """DPC's centers while its clusters are shown; no marker for the other methods or the ground truth."""

@@ -38,6 +38,7 @@ class Picks:
     kernel: str
     dc: float
     delta_min: float  # the smallest delta among them there
+    corner: tuple[float, float] | None = None  # (rho_min, delta_min) when chosen by the decision-graph rectangle
 
     def same_choice(self, other: Picks | None) -> bool:
         same_dc = other is not None and (self.kernel, self.dc) == (other.kernel, other.dc)
@@ -80,6 +81,8 @@ class ClusteringSession(MethodState):
     can_undo = param.Boolean(default=False, constant=True)
     notice = param.String(default="", constant=True, doc="a warning about the current dc, empty when none")
     sweep = param.Parameter(default=None, constant=True, doc="the last DcSweep over this data set and kernel")
+    log_axes = param.Boolean(default=False, constant=True, doc="the decision graph on log10 axes (lassos drawn there)")
+    corner = param.Parameter(default=None, constant=True, doc="(rho_min, delta_min) of the rectangle that chose the centers shown")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -125,13 +128,24 @@ class ClusteringSession(MethodState):
         with param.edit_constant(self):
             self.param.update(show_halo=bool(show), revision=self.revision + 1)
 
+    def set_log_axes(self, log_axes: bool) -> None:
+        """Draw the decision graph on log10 axes, or linear ones; lassos are then drawn on those axes."""
+        with param.edit_constant(self):
+            self.param.update(log_axes=bool(log_axes), revision=self.revision + 1)
+
     # choosing centers ----------------------------------------------------------------------------------------
     def select_polygon(self, geometry) -> None:
-        """Centers = the points inside a lasso drawn on the decision graph ((rho, delta) vertices)."""
+        """Centers = the points inside a lasso drawn on the decision graph (vertices on its axes, linear or log)."""
         vertices = np.asarray(geometry, dtype=np.float64)
         if vertices.ndim != 2 or vertices.shape[0] < 3:
             return  # a click, not a lasso
-        self._choose(polygon=vertices, region="lasso")
+        self._choose(polygon=vertices, log_axes=self.log_axes, region="lasso")
+
+    def select_corner(self, x: float, y: float) -> None:
+        """Centers = the points right of and above a click on the decision graph: the original paper's rectangle
+        rho >= rho_min and delta >= delta_min, its corner at the click (on the graph's axes, linear or log)."""
+        rho_min, delta_min = (10.0**x, 10.0**y) if self.log_axes else (float(x), float(y))
+        self._choose(rho_min=rho_min, delta_min=delta_min, region="rectangle", corner=(rho_min, delta_min))
 
     def select_box(self, bounds) -> None:
         """Centers = the points inside a box (rho0, delta0, rho1, delta1) drawn on the decision graph."""
@@ -172,13 +186,13 @@ class ClusteringSession(MethodState):
         if self._history:
             self._apply(self._history.pop(), record=False)
 
-    def _choose(self, region: str | None = None, **choice) -> None:
+    def _choose(self, region: str | None = None, corner: tuple[float, float] | None = None, **choice) -> None:
         model = self._require_data()
         chosen = model.choose_centers(**choice)
         if region and not len(chosen):
             raise ValueError(f"no points selected: the {region} holds no point of the decision graph; the centers are unchanged")
         delta_min = float(model.delta_[chosen].min()) if len(chosen) else np.inf
-        picks = Picks(chosen, model.kernel_, model.dc_, delta_min)
+        picks = Picks(chosen, model.kernel_, model.dc_, delta_min, corner)
         if len(chosen) > CONFIRM_ABOVE:
             self._pending = picks
             with param.edit_constant(self):
@@ -205,6 +219,7 @@ class ClusteringSession(MethodState):
         with param.edit_constant(self):
             self.param.update(
                 dc=model.dc_, centers=np.asarray(model.centers_, np.int64), centers_picked=picks is not None,
+                corner=picks.corner if picks is not None and (picks.kernel, picks.dc) == (model.kernel_, model.dc_) else None,
                 pending_centers=0, can_undo=bool(self._history), notice=density_notice(model.rho_, model.dc_), timings=timings,
                 revision=self.revision + 1,
             )  # fmt: skip

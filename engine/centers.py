@@ -18,6 +18,21 @@ def ranking_gamma(rho, delta, densest: int, xp=np):
     return rho * xp.minimum(delta, others.max())
 
 
+def graph_coordinates(rho, delta, log_axes: bool = False, xp=np):
+    """Where each point sits on the decision graph: at (rho, delta), or at their log10 for log axes (where the bulk
+    of points, squashed onto delta ~ 0 at large N, spreads out); a 0 is drawn at half its axis's smallest positive
+    value. Lasso polygons are tested in these coordinates, so a selection is what the graph showed."""
+    if not log_axes:
+        return rho, delta
+    return _log10_above_zero(rho, xp), _log10_above_zero(delta, xp)
+
+
+def _log10_above_zero(values, xp):
+    positive = values[values > 0]
+    floor = float(positive.min()) / 2 if positive.size else 1.0
+    return xp.log10(xp.maximum(values, floor))
+
+
 def by_gamma(candidates, gamma, xp=np):
     """Candidate indices ordered by decreasing gamma, ties by index."""
     candidates = xp.sort(xp.asarray(candidates, dtype=xp.int64))

@@ -259,9 +259,10 @@ class DensityPeaks(IndexedEstimator):
 
     def choose_centers(
         self, centers=None, *, rho_min: float | None = None, delta_min: float | None = None,
-        polygon=None, n_centers: int | None = None,
+        polygon=None, n_centers: int | None = None, log_axes: bool = False,
     ) -> np.ndarray:  # fmt: skip
-        """The centers a choice gives (see ``assign``), before the densest point is added."""
+        """The centers a choice gives (see ``assign``), before the densest point is added. ``log_axes``: the polygon
+        was drawn on log axes (``centers.graph_coordinates``)."""
         self._require_fit()
         modes = [name for name, v in (("centers", centers), ("rho_min/delta_min", rho_min if rho_min is not None else delta_min),
                                       ("polygon", polygon), ("n_centers", n_centers)) if v is not None]  # fmt: skip
@@ -294,7 +295,8 @@ class DensityPeaks(IndexedEstimator):
                 raise ValueError("polygon must be at least 3 (rho, delta) vertices")
             if not np.isfinite(vertices).all():
                 raise ValueError("polygon vertices must be finite numbers")
-            mask = backend.points_in_polygon(fields.rho, fields.delta, backend.asarray(vertices))
+            x, y = center_rules.graph_coordinates(fields.rho, fields.delta, log_axes, xp)
+            mask = backend.points_in_polygon(x, y, backend.asarray(vertices))
         else:
             return self.suggest_centers()
         return backend.to_numpy(center_rules.by_gamma(xp.flatnonzero(mask), fields.gamma, xp))

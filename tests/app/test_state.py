@@ -14,6 +14,7 @@ from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.state import CONFIRM_ABOVE, ClusteringSession, Picks, follow_picks
 from dpstudio.app.studio import Studio
 from dpstudio.engine import DataError, DensityPeaks
+from dpstudio.engine.centers import graph_coordinates
 
 
 @pytest.fixture
@@ -62,6 +63,35 @@ def test_box_selection_is_the_same_as_its_polygon(session):
     by_box = session.centers.copy()
     session.select_polygon(polygon)
     np.testing.assert_array_equal(session.centers, by_box)
+
+
+def test_a_click_sets_the_papers_rectangle_on_linear_and_log_axes(session):
+    model = session.model
+    rho, delta = model.rho_, model.delta_
+    second = np.sort(delta)[-4]  # the corner just below the fourth largest delta, at half the largest rho
+    session.select_corner(rho.max() / 2, second)
+    inside = np.flatnonzero((rho >= rho.max() / 2) & (delta >= second))
+    assert set(session.centers) == set(inside) | {int(np.argmax(rho))} and session.corner == (rho.max() / 2, second)
+    session.set_log_axes(True)
+    session.select_corner(np.log10(rho.max() / 3), np.log10(second))  # a click on log axes is a log10 position
+    assert set(session.centers) == set(np.flatnonzero((rho >= rho.max() / 3) & (delta >= second))) | {int(np.argmax(rho))}
+    session.set_dc(session.dc * 1.2)
+    assert session.corner is None  # the rectangle belongs to the dc it was drawn at
+    session.undo()
+    with pytest.raises(ValueError, match="no points selected: the rectangle holds no point"):
+        session.select_corner(10 * np.log10(rho.max() + 1), 0.0)
+
+
+def test_a_lasso_on_log_axes_selects_what_the_log_graph_shows(session):
+    model = session.model
+    x, y = graph_coordinates(model.rho_, model.delta_, log_axes=True)
+    x_cut, y_cut = np.quantile(x, 0.5), np.quantile(y, 0.995)
+    polygon = np.array([(x_cut, y_cut), (x.max() + 1, y_cut), (x.max() + 1, y.max() + 1), (x_cut, y.max() + 1)])
+    session.set_log_axes(True)
+    session.select_polygon(polygon)
+    inside = np.flatnonzero((x > x_cut) & (y > y_cut))
+    assert inside.size > 3 and set(session.centers) == set(inside) | {int(np.argmax(model.rho_))}
+    assert graph_coordinates(np.array([0.0, 4.0]), np.array([1.0, 1.0]), log_axes=True)[0].tolist() == [np.log10(2.0), np.log10(4.0)]
 
 
 def test_dc_change_reuses_the_index_and_follows_picked_centers(session, monkeypatch):

@@ -1,0 +1,67 @@
+"""The decision graph's other ways to choose centers, in a real browser: the paper's rectangle (a click), the
+γ-rank plot (a click at rank K) and log axes."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from .test_app import ROWS, TIMEOUT_MS, open_app, plot_canvas
+
+pytestmark = pytest.mark.browser
+SHOTS = os.environ.get("DPSTUDIO_SHOTS")  # a folder to save screenshots in, for looking at the page
+
+
+def shot(page: Page, name: str) -> None:
+    if SHOTS:
+        page.screenshot(path=f"{SHOTS}/{name}.png", full_page=True)
+
+
+def gamma_canvas(page: Page):
+    """The γ-rank plot's canvas: below the decision graph, in the same column."""
+    graph = plot_canvas(page, "Decision graph").bounding_box()
+    boxes = [(c, c.bounding_box()) for c in page.locator("canvas").all()]
+    below = [(c, b) for c, b in boxes if b and b["width"] > 200 and abs(b["x"] - graph["x"]) < 5 and b["y"] > graph["y"] + graph["height"]]
+    return min(below, key=lambda cb: cb[1]["y"])[0]
+
+
+def click_at(page: Page, canvas, fx: float, fy: float) -> None:
+    box = canvas.bounding_box()
+    page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+
+
+def test_a_click_on_the_decision_graph_or_the_gamma_ranks_chooses_centers(page: Page, server):
+    open_app(page, server.url)
+    expect(page.locator(ROWS)).to_have_count(5)
+    click_at(page, plot_canvas(page, "Decision graph"), 0.12, 0.15)  # low rho, large delta: only the top peaks
+    expect(page.locator(ROWS)).not_to_have_count(5, timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1500)
+    shot(page, "rectangle")
+    gamma = gamma_canvas(page)
+    gamma.scroll_into_view_if_needed()
+    box = gamma.bounding_box()
+    for fx in np.arange(0.10, 0.40, 0.02):  # from the left of the frame rightwards, until a click asks for 2+ ranks
+        page.mouse.click(box["x"] + fx * box["width"], box["y"] + 0.5 * box["height"])
+        page.wait_for_timeout(700)
+        if page.locator(ROWS).count() > 1:
+            break
+    expect(page.locator(ROWS)).not_to_have_count(1, timeout=TIMEOUT_MS)
+    clusters = page.locator(ROWS).count()
+    assert 2 <= clusters <= 10 and page.get_by_label("Number of clusters").input_value() == str(clusters)
+    shot(page, "gamma-rank")
+
+
+def test_log_axes_redraw_the_graph_and_a_click_there_still_chooses(page: Page, server):
+    open_app(page, server.url)
+    graph = plot_canvas(page, "Decision graph")
+    before = graph.screenshot()
+    page.locator("div.bk-Checkbox", has_text="Log axes on the decision graph").locator("input").check()
+    page.wait_for_timeout(2500)
+    assert graph.screenshot() != before
+    click_at(page, graph, 0.85, 0.3)  # rho above about 80, delta above about 2: the two or three densest peaks
+    expect(page.locator(ROWS)).not_to_have_count(5, timeout=TIMEOUT_MS)
+    expect(page.locator(".alert-danger:visible")).to_have_count(0)
+    shot(page, "log-axes")
