@@ -144,6 +144,9 @@ class StudioPage:
         self.copy_command = pn.widgets.Button(name="Copy as command")
         self.copy_command.js_on_click(args={"source": self.command}, code="navigator.clipboard.writeText(source.value)")
         self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self.pointed_note = pn.pane.Markdown("Point at a point (either plot) to see what it is.", css_classes=["dp-status"])
+        self.selected_note = pn.pane.Markdown(css_classes=["dp-status"])
+        self.clear_selection = pn.widgets.Button(name="Clear the selection", visible=False)
         self.table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=TABLE_PAGE,
                                           sizing_mode="stretch_width")  # fmt: skip
         self.table_note = pn.pane.Markdown(css_classes=["dp-status"], visible=False)
@@ -169,6 +172,12 @@ class StudioPage:
         self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
         self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y))
         self.gamma_plot.tap.add_subscriber(lambda x, y: self._pick_by_rank(self.gamma_plot.clicked_count(x)))
+        for plot, pointer in (("view", self.plots.view_pointer), ("graph", self.plots.graph_pointer)):
+            pointer.add_subscriber(lambda x, y, plot=plot: self.follow(f"Pointing at the {plot}", self._point_at, (plot, x, y), keep_alert=True))
+        self.plots.view_lasso.add_subscriber(lambda geometry: self._start("Selecting", studio.select_in_view, geometry))
+        self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None))
+        studio.param.watch(self._show_pointed, ["pointed"])
+        studio.param.watch(self._show_selected, ["selected"])
         self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest))
         self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value))
         self.clear.on_click(lambda e: self._start("Relabelling", session.clear))
@@ -240,7 +249,8 @@ class StudioPage:
             sizing_mode="stretch_width",
         )
         main = pn.Column(
-            self.alert, self.pending, self.work.busy, self.work.progress, plots,
+            self.alert, self.pending, self.work.busy, self.work.progress,
+            pn.Row(self.pointed_note, self.selected_note, self.clear_selection, sizing_mode="stretch_width"), plots,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
             pn.Column("### Comparison with the pinned clustering", self.comparison, sizing_mode="stretch_width"),
             pn.Row(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
@@ -256,29 +266,31 @@ class StudioPage:
         """Run an action off the event loop (called from widget and stream callbacks on the loop)."""
         pn.state.execute(partial(self.run, label, action, *args, **kwargs))
 
-    def follow(self, label: str, action: Callable, value) -> None:
+    def follow(self, label: str, action: Callable, value, keep_alert: bool = False) -> None:
         """Run ``action(value)`` for the latest value of a stream (a dragged slider): while one runs, newer values
         replace each other, so the page keeps up with the mouse instead of replaying every step."""
         running = label in self._wanted
         self._wanted[label] = (action, value)
         if not running:
-            pn.state.execute(partial(self._follow, label))
+            pn.state.execute(partial(self._follow, label, keep_alert))
 
-    async def _follow(self, label: str) -> None:
+    async def _follow(self, label: str, keep_alert: bool) -> None:
         try:
             while (wanted := self._wanted.get(label)) is not None:
                 self._wanted[label] = None
-                await self.run(label, *wanted, quiet=True)
+                await self.run(label, *wanted, quiet=True, keep_alert=keep_alert)
         finally:
             del self._wanted[label]
 
     async def run(self, label: str, action: Callable, *args, activity: Activity | None = None, quiet: bool = False,
-                  **kwargs) -> bool:  # fmt: skip
+                  keep_alert: bool = False, **kwargs) -> bool:  # fmt: skip
         """Run ``action`` in a worker thread with progress shown (not when ``quiet``: a cheap relabel); on failure
-        show why and keep the last state."""
+        show why and keep the last state. ``keep_alert``: an action that is no answer to an earlier error (the
+        mouse moving over a plot) leaves its message on screen."""
         activity = activity or self.work
         async with activity.lock:
-            self.alert.visible = False
+            if not keep_alert:
+                self.alert.visible = False
             if not quiet:
                 activity.busy.object, activity.busy.visible = f"**{label}…**", True
                 activity.progress.value, activity.progress.visible = -1, True
@@ -318,6 +330,11 @@ class StudioPage:
             document = read_session(document)
         apply_session(self.studio, document, lambda name, progress: self.cache.sample(name, progress=progress), progress)
         self._show_dataset()
+
+    def _point_at(self, where: tuple[str, float | None, float | None]) -> None:
+        plot, x, y = where
+        ranges = self.plots.view_ranges if plot == "view" else self.plots.graph_ranges
+        self.studio.point_at(plot, x, y, ranges.x_range, ranges.y_range)
 
     def _pick_by_rank(self, n_centers: int | None) -> None:
         if n_centers is not None:
@@ -396,6 +413,24 @@ class StudioPage:
         except ValueError:
             raise ValueError(f"the percent must be a number, got {text!r}") from None
         self.session.set_dc(dc_percent=percent, progress=progress)
+
+    def _show_pointed(self, *events) -> None:
+        pointed = self.studio.pointed
+        if pointed is None:
+            return  # the last point's facts stay, to be read after the mouse left it
+        facts = self.studio.point_facts(pointed)
+        parts = [f"**Row {facts['row']}**", "noise" if facts["label"] < 0 else f"cluster {facts['label']}"]
+        if "rho" in facts:
+            parent = "the densest point" if facts["parent"] is None else f"parent: row {facts['parent']}"
+            parts += [f"ρ {facts['rho']:.4g}", f"δ {facts['delta']:.4g}", parent]
+        self.pointed_note.object = " · ".join(parts)
+
+    def _show_selected(self, *events) -> None:
+        selected = self.studio.selected
+        count = 0 if selected is None else int(selected.sum())
+        self.selected_note.object = (f"**{count:,} points lassoed** in the 2-D view: drawn larger on the decision graph"
+                                     if selected is not None else "")  # fmt: skip
+        self.clear_selection.visible = selected is not None
 
     def _show_notice(self, *events) -> None:
         self.notice.object, self.notice.visible = self.session.notice, bool(self.session.notice)

@@ -8,6 +8,7 @@ cluster colours, and DBSCAN's core points are drawn larger than its border point
 from __future__ import annotations
 
 import time
+from functools import partial
 from collections.abc import Callable
 
 import colorcet
@@ -36,6 +37,7 @@ PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 PLOT_SIZE = (560, 460)
 MARKER_SIZE = 16  # pixels across a center marker
+POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "fill_alpha": 0.0, "line_color": "black", "line_width": 2.5}  # a ring
 
 
 def colour_codes(labels: np.ndarray) -> pd.Categorical:
@@ -84,21 +86,24 @@ class SessionPlots:
     def __init__(self, studio: Studio, on_render: Callable[[], None] = lambda: None):
         self.studio, self.session, self.on_render = studio, studio.dpc, on_render
         self.render_seconds: dict[str, float] = {}
-        graph_watched = hv.streams.Params(self.session, ["revision"])
+        graph_watched = [hv.streams.Params(self.session, ["revision"]), hv.streams.Params(studio, ["selected"])]
         view_watched = hv.streams.Params(studio, ["revision", "x_axis", "y_axis"])
         self.graph_ranges = hv.streams.RangeXY()
         self.view_ranges = hv.streams.RangeXY()
         size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
-        self.graph_image = hv.DynamicMap(self._graph_image, streams=[graph_watched, self.graph_ranges, size[0]])
+        self.graph_image = hv.DynamicMap(self._graph_image, streams=[*graph_watched, self.graph_ranges, size[0]])
         self.view_image = hv.DynamicMap(self._view_image, streams=[view_watched, self.view_ranges, size[1]])
         self.lasso = hv.streams.Lasso(source=self.graph_image)
         self.box = hv.streams.BoundsXY(source=self.graph_image)
         self.corner_tap = hv.streams.Tap(source=self.graph_image)  # the rectangle's corner
+        self.graph_pointer = hv.streams.PointerXY(source=self.graph_image)
+        self.view_pointer = hv.streams.PointerXY(source=self.view_image)
+        self.view_lasso = hv.streams.Lasso(source=self.view_image)
         pinned_watched = hv.streams.Params(studio, ["pinned", "x_axis", "y_axis"])
         pinned_size = hv.streams.PlotSize(width=PLOT_SIZE[0] // 2, height=PLOT_SIZE[1] // 2)
         self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
-        self._streams = [graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size,
-                         pinned_size, self.lasso, self.box, self.corner_tap]  # fmt: skip
+        self._streams = [*graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size, pinned_size,
+                         self.lasso, self.box, self.corner_tap, self.graph_pointer, self.view_pointer, self.view_lasso]  # fmt: skip
         studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
         self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
 
@@ -106,7 +111,8 @@ class SessionPlots:
         revision = [self._stream(hv.streams.Params(self.session, ["revision"])) for _ in range(2)]
         centers = hv.DynamicMap(self._graph_centers, streams=[revision[0]])
         corner = hv.DynamicMap(self._graph_corner, streams=[revision[1]])
-        return (self.graph_image * corner * centers).opts(
+        pointed = hv.DynamicMap(partial(self._pointed, "graph"), streams=[self._stream(hv.streams.Params(self.studio, ["pointed", "revision"]))])
+        return (self.graph_image * corner * centers * pointed).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
                 title="Decision graph: lasso the peaks at the top right, or click a corner", framewise=True, **_size(),
@@ -114,13 +120,18 @@ class SessionPlots:
             hv.opts.Path(color="black", line_dash="dashed", line_width=1.5),
             hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
                            nonselection_alpha=1.0, hooks=[_select_on_markers_only]),
+            hv.opts.Points("Pointed", **POINTED),
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
         centers = hv.DynamicMap(self._view_centers, streams=[self._stream(hv.streams.Params(self.studio, ["revision", "x_axis", "y_axis"]))])
-        return (self.view_image * centers).opts(
-            hv.opts.RGB(title="Points by cluster", framewise=True, active_tools=["wheel_zoom"], **_size()),
-            hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"]),
+        pointed = hv.DynamicMap(partial(self._pointed, "view"), streams=[self._stream(hv.streams.Params(self.studio, ["pointed", "x_axis", "y_axis"]))])
+        return (self.view_image * centers * pointed).opts(
+            hv.opts.RGB(title="Points by cluster: lasso some to see them on the decision graph", framewise=True,
+                        tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"], **_size()),
+            hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
+                           hooks=[_select_on_markers_only]),
+            hv.opts.Points("Pointed", **POINTED),
         )  # fmt: skip
 
     def pinned_view(self) -> hv.DynamicMap:
@@ -140,12 +151,13 @@ class SessionPlots:
         return stream
 
     # callbacks ----------------------------------------------------------------------------------------------
-    def _graph_image(self, revision, x_range, y_range, width, height, scale=1.0):
+    def _graph_image(self, revision, selected, x_range, y_range, width, height, scale=1.0):
         if not self.session.loaded:  # DPC not shown since the data set changed: it loads when chosen again
             return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=["rho", "delta"], vdims=list("RGBA"))
         started = time.perf_counter()
         x, y = self._graph_coordinates()
-        image = shade_categories(x, y, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"))
+        # the points lassoed in the 2-D view drawn larger, over the others
+        image = shade_categories(x, y, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"), large=selected)
         self.render_seconds["decision graph"] = time.perf_counter() - started
         self.on_render()
         log = "log₁₀ " if self.session.log_axes else ""
@@ -185,6 +197,15 @@ class SessionPlots:
         right = max(float(x.max()), left) + 0.05 * (float(np.ptp(x)) or 1.0)  # a little past the farthest point
         top = max(float(y.max()), bottom) + 0.05 * (float(np.ptp(y)) or 1.0)
         return hv.Path([[(left, top), (left, bottom), (right, bottom)]], ["rho", "delta"])
+
+    def _pointed(self, plot: str, pointed, **ignored) -> hv.Points:
+        """A ring around the point under the mouse, on both plots at once."""
+        names = ("rho", "delta") if plot == "graph" else _view_dims(self.studio.x_axis, self.studio.y_axis)
+        x = y = np.empty(0)
+        if pointed is not None and (plot == "view" or self.session.loaded):
+            x, y = self.studio.plot_coordinates(plot)
+            x, y = x[pointed : pointed + 1], y[pointed : pointed + 1]
+        return hv.Points((x, y), list(names), group="Pointed")
 
     def _graph_coordinates(self) -> tuple[np.ndarray, np.ndarray]:
         model = self.session.model

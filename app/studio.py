@@ -14,10 +14,13 @@ import numpy as np
 import pandas as pd
 import param
 
+from dpstudio.engine.centers import graph_coordinates
+
 from .compare import adjusted_rand_index, contingency
 from .datasets import Dataset
 from .density_state import DBSCANState, HDBSCANState
 from .method_state import MethodState
+from .pointing import inside_lasso, nearest_point
 from .state import ClusteringSession
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -40,6 +43,8 @@ class Studio(param.Parameterized):
     colour_by = param.Selector(objects=list(COLOUR_BY), default="clusters", constant=True)
     pinned = param.Parameter(default=None, constant=True, doc="a Pinned clustering of this data set, or None")
     revision = param.Integer(default=0, constant=True, doc="bumped whenever the 2-D view's colours change")
+    pointed = param.Integer(default=None, allow_None=True, constant=True, doc="the point under the mouse, if any")
+    selected = param.Array(default=None, constant=True, doc="mask of the points lassoed in the 2-D view, or None")
 
     def __init__(self, dc_percent: float = 2.0, **params):
         super().__init__(**params)
@@ -64,7 +69,7 @@ class Studio(param.Parameterized):
         with param.edit_constant(self):
             self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
             self.param.update(dataset=dataset, x_axis=x_axis, y_axis=y_axis, pinned=None, colour_by="clusters",
-                              revision=self.revision + 1)  # fmt: skip
+                              pointed=None, selected=None, revision=self.revision + 1)  # fmt: skip
 
     def set_method(self, method: str, progress=None) -> None:
         """Show another method on the same data set, index and 2-D view."""
@@ -93,6 +98,43 @@ class Studio(param.Parameterized):
     def unpin(self) -> None:
         with param.edit_constant(self):
             self.pinned = None
+
+    def point_at(self, plot: str, x: float | None, y: float | None, x_range=None, y_range=None) -> None:
+        """The point under the mouse at (x, y) on the 2-D view ("view") or DPC's decision graph ("graph"), or none."""
+        pointed = None
+        if x is not None and y is not None and (plot == "view" or self.dpc.loaded):
+            xs, ys = self.plot_coordinates(plot)
+            pointed = nearest_point(xs, ys, (x, y), x_range, y_range)
+        if pointed != self.pointed:
+            with param.edit_constant(self):
+                self.pointed = pointed
+
+    def select_in_view(self, geometry) -> None:
+        """The points inside a lasso on the 2-D view, to be seen on the decision graph; fewer than 3 vertices (a
+        click) clears the selection."""
+        vertices = np.asarray(geometry if geometry is not None else [], dtype=np.float64)
+        selected = None
+        if vertices.ndim == 2 and vertices.shape[0] >= 3:
+            selected = inside_lasso(*self.plot_coordinates("view"), vertices)
+        with param.edit_constant(self):
+            self.selected = selected
+
+    def point_facts(self, i: int) -> dict:
+        """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""
+        rows = self.dataset.points.rows
+        facts = {"row": int(rows[i]), "label": int(self.labels()[i])}
+        if self.dpc.loaded:
+            model = self.dpc.model
+            parent = int(model.parent_[i])
+            facts.update(rho=float(model.rho_[i]), delta=float(model.delta_[i]), parent=int(rows[parent]) if parent >= 0 else None)
+        return facts
+
+    def plot_coordinates(self, plot: str) -> tuple[np.ndarray, np.ndarray]:
+        """Where every point is drawn on the 2-D view ("view") or the decision graph ("graph")."""
+        if plot == "view":
+            return self.dataset.axis_values(self.x_axis), self.dataset.axis_values(self.y_axis)
+        model = self.dpc.model
+        return graph_coordinates(model.rho_, model.delta_, self.dpc.log_axes)
 
     def _state_changed(self, event) -> None:
         # a state loading another data set bumps its revision before this one has new axes: load() redraws then

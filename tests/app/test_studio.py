@@ -180,3 +180,30 @@ def test_plateaus_are_runs_of_alike_clusterings():
     np.testing.assert_array_equal(plateaus(clusters, alike), [-1, 0, 0, 0, 0, -1, -1, 1, 1, 1])
     alike[2] = 0.5  # 5, 5 | 5, 5: two runs of two, too short
     np.testing.assert_array_equal(plateaus(clusters, alike), [-1, -1, -1, -1, -1, -1, -1, 0, 0, 0])
+
+
+def test_pointing_finds_the_point_under_the_mouse_on_either_plot(studio):
+    x, y = studio.plot_coordinates("view")
+    studio.point_at("view", float(x[17]) + 1e-4, float(y[17]))
+    assert studio.pointed == 17
+    facts = studio.point_facts(17)
+    model = studio.dpc.model
+    assert facts == {"row": 17, "label": int(model.labels_[17]), "rho": model.rho_[17], "delta": model.delta_[17],
+                     "parent": int(model.parent_[17])}  # fmt: skip
+    gx, gy = studio.plot_coordinates("graph")
+    densest = int(np.argmax(gx))
+    studio.point_at("graph", float(gx[densest]), float(gy[densest]))
+    assert studio.pointed == densest and studio.point_facts(densest)["parent"] is None
+    studio.point_at("view", float(x.max()) + 100 * np.ptp(x), float(y.max()))  # far from every point
+    assert studio.pointed is None
+
+
+def test_a_lasso_in_the_view_selects_the_points_inside_and_a_click_clears(studio):
+    x, y = studio.plot_coordinates("view")
+    x0, x1, y0, y1 = np.quantile(x, 0.2), np.quantile(x, 0.6), np.quantile(y, 0.3), np.quantile(y, 0.7)
+    studio.select_in_view([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+    np.testing.assert_array_equal(studio.selected, (x > x0) & (x < x1) & (y > y0) & (y < y1))
+    studio.select_in_view([(x0, y0)])
+    assert studio.selected is None
+    with pytest.raises(ValueError, match="finite"):
+        studio.select_in_view([(x0, y0), (np.nan, y0), (x1, y1)])

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from .test_app import ROWS, TIMEOUT_MS, open_app, plot_canvas
+from .test_app import ROWS, TIMEOUT_MS, lasso, open_app, plot_canvas
 
 pytestmark = pytest.mark.browser
 SHOTS = os.environ.get("DPSTUDIO_SHOTS")  # a folder to save screenshots in, for looking at the page
@@ -65,3 +66,24 @@ def test_log_axes_redraw_the_graph_and_a_click_there_still_chooses(page: Page, s
     expect(page.locator(ROWS)).not_to_have_count(5, timeout=TIMEOUT_MS)
     expect(page.locator(".alert-danger:visible")).to_have_count(0)
     shot(page, "log-axes")
+
+
+def test_pointing_shows_a_points_facts_and_a_lasso_in_the_view_shows_on_the_graph(page: Page, server):
+    open_app(page, server.url)
+    view, graph = plot_canvas(page, "Points by cluster"), plot_canvas(page, "Decision graph")
+    box = view.bounding_box()
+    for fx in np.linspace(0.3, 0.7, 9):  # across the middle of the blobs until the mouse is on a point
+        page.mouse.move(box["x"] + fx * box["width"], box["y"] + 0.55 * box["height"], steps=3)
+        page.wait_for_timeout(400)
+        if page.get_by_text(re.compile(r"Row \d+ · cluster \d+ · ρ")).count():
+            break
+    expect(page.get_by_text(re.compile(r"Row \d+ · cluster \d+ · ρ [\d.]+ · δ [\d.e-]+ · parent: row \d+"))).to_be_visible(timeout=TIMEOUT_MS)
+    shot(page, "pointing")
+    before = graph.screenshot()
+    lasso(page, view, [(0.35, 0.35), (0.65, 0.35), (0.65, 0.75), (0.35, 0.75)])
+    expect(page.get_by_text(re.compile(r"[\d,]+ points lassoed in the 2-D view"))).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1500)
+    assert graph.screenshot() != before
+    shot(page, "linked-selection")
+    page.get_by_role("button", name="Clear the selection").click()
+    expect(page.get_by_text("points lassoed")).to_have_count(0, timeout=TIMEOUT_MS)
