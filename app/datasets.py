@@ -10,17 +10,18 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError, IndexedPoints, Points, to_points
 from dpstudio.engine.data import READABLE, read_upload
 from dpstudio.engine.indexed import Progress
-from dpstudio.engine.projection import pca_2d
+from dpstudio.engine.projection import pca_2d, tsne_2d
 
 PCA_AXES = ("PC1", "PC2")
 
@@ -35,6 +36,10 @@ class Dataset:
     indexed: IndexedPoints
     projection: np.ndarray  # (N, 2) float32 principal-component scores
     truth: np.ndarray | None = None  # ground-truth labels of a sample set (-1: background noise)
+    table: Callable[[], Path | pd.DataFrame] | None = None  # reads the source again (for another choice of features)
+    available: tuple[str, ...] = ()  # every numeric column of the source: the features one may choose
+    standardized: bool = False  # each feature z-scored
+    embeddings: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # 2-D views computed on request
 
     @property
     def n_points(self) -> int:
@@ -42,8 +47,14 @@ class Dataset:
 
     @property
     def axes(self) -> tuple[str, ...]:
-        """Names the 2-D view can show: every feature column, then the principal components."""
-        return (*self.points.columns, *PCA_AXES)
+        """Names the 2-D view can show: every feature column, the principal components, then any embedding."""
+        return (*self.points.columns, *PCA_AXES, *(f"{name} {k}" for name in self.embeddings for k in (1, 2)))
+
+    def embed(self) -> tuple[str, str]:
+        """Compute the t-SNE view once (kept with the data set, so every session shares it); its two axes."""
+        if "t-SNE" not in self.embeddings:
+            self.embeddings["t-SNE"] = tsne_2d(self.points.values)
+        return "t-SNE 1", "t-SNE 2"
 
     def default_axes(self) -> tuple[str, str]:
         return self.points.columns[:2] if len(self.points.columns) == 2 else PCA_AXES
@@ -51,6 +62,9 @@ class Dataset:
     def axis_values(self, name: str) -> np.ndarray:
         if name in PCA_AXES:
             return self.projection[:, PCA_AXES.index(name)]
+        embedding, _, k = name.rpartition(" ")
+        if embedding in self.embeddings:
+            return self.embeddings[embedding][:, int(k) - 1]
         return self.points.values[:, self.points.columns.index(name)]
 
 
@@ -71,7 +85,7 @@ class DatasetCache:
     def sample(self, name: str, progress: Progress | None = None) -> Dataset:
         """A bundled sample set by name (see ``dpstudio.sample_data.SAMPLES``)."""
         path = sample_data.path(name)
-        return self._get(f"sample:{name}", name, lambda: to_points(path), progress, truth=lambda: sample_data.truth(name))
+        return self._get(f"sample:{name}", name, lambda: path, progress, truth=lambda: sample_data.truth(name))
 
     def file(self, path: str | Path, progress: Progress | None = None) -> Dataset:
         """A file on the server (``dpstudio serve PATH``); reloaded if it changed on disk."""
@@ -80,7 +94,7 @@ class DatasetCache:
             raise DataError(f"file not found: {path}")
         stat = path.stat()
         key = f"file:{path}:{stat.st_mtime_ns}:{stat.st_size}"
-        return self._get(key, path.name, lambda: to_points(path, drop_nonfinite=True), progress)
+        return self._get(key, path.name, lambda: path, progress)
 
     def upload(self, filename: str, content: bytes, max_bytes: int, progress: Progress | None = None) -> Dataset:
         """A file sent from the browser: size and type checked before anything is parsed."""
@@ -92,21 +106,40 @@ class DatasetCache:
         key = f"upload:{hashlib.sha256(content).hexdigest()}:{Path(name).suffix.lower()}"
         # parsed in memory: no copy of the user's file on disk, to be left behind if the server is killed
         # a compressed file expands to no more values than a CSV of the size limit could hold (2 bytes a value)
-        read = partial(read_upload, name, content, max_values=max_bytes // 2)
-        return self._get(key, name, lambda: to_points(read(), drop_nonfinite=True), progress)
+        table = partial(read_upload, name, content, max_values=max_bytes // 2)
+        return self._get(key, name, table, progress)
 
-    def _get(self, key: str, name: str, read: Callable[[], Points], progress: Progress | None,
-             truth: Callable[[], np.ndarray] | None = None) -> Dataset:  # fmt: skip
+    def features(self, dataset: Dataset, columns, standardize: bool, progress: Progress | None = None) -> Dataset:
+        """The same source with other feature columns (in the order given) and/or each z-scored, as the CLI's
+        ``--columns`` and ``--standardize`` read it; an upload's content is kept for this while it is cached."""
+        columns = tuple(columns)
+        if not columns:
+            raise DataError("choose at least one feature column")
+        unknown = [c for c in columns if c not in dataset.available]
+        if unknown:
+            raise DataError(f"no numeric column named {unknown[0]!r} (columns: {', '.join(dataset.available)})")
+        source = dataset.key.split("|")[0]
+        if columns == dataset.available and not standardize:
+            key = source  # the default reading: the data set as first loaded
+        else:
+            key = f"{source}|{','.join(columns)}|{'standardized' if standardize else 'raw'}"
+        truth = None if dataset.truth is None else (lambda: dataset.truth)
+        return self._get(key, dataset.name, dataset.table, progress, truth, columns, standardize, dataset.available)
+
+    def _get(self, key: str, name: str, table: Callable[[], Path | pd.DataFrame], progress: Progress | None,
+             truth: Callable[[], np.ndarray] | None = None, columns: tuple[str, ...] | None = None,
+             standardize: bool = False, available: tuple[str, ...] | None = None) -> Dataset:  # fmt: skip
         with self._lock:
             if key in self._datasets:
                 self._datasets.move_to_end(key)
                 return self._datasets[key]
         if progress:
             progress("read", 0.0)
-        points = read()
+        points = to_points(table(), list(columns) if columns else None, standardize=standardize, drop_nonfinite=True)
         indexed = IndexedPoints(points.values, backend=self.backend, progress=progress)
         projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))
-        dataset = Dataset(key, name, points, indexed, projection, truth() if truth else None)
+        dataset = Dataset(key, name, points, indexed, projection, truth() if truth else None, table,
+                          available or points.columns, standardize)  # fmt: skip
         with self._lock:
             self._datasets[key] = dataset
             self._datasets.move_to_end(key)

@@ -9,6 +9,7 @@ An error becomes a message on the page and the session keeps its last good state
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import io
 import logging
@@ -92,17 +93,23 @@ class StudioPage:
 
     # widgets ------------------------------------------------------------------------------------------------
     def _build_widgets(self) -> None:
-        session = self.session
         self.sample = pn.widgets.Select(name="Data set", options=list(sample_data.SAMPLES))
         # FilePond refuses a file over the limit in the browser, and sends the rest in chunks the websocket takes
         self.upload = pn.widgets.FileDropper(accepted_filetypes=list(READABLE), chunk_size=UPLOAD_CHUNK,
                                              max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")  # fmt: skip
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
-            "Every numeric column is a feature.", css_classes=["dp-status"])  # fmt: skip
+            "Every numeric column is a feature until you choose.", css_classes=["dp-status"])  # fmt: skip
         self.dataset_info = pn.pane.Markdown()
+        # a list box of fixed height: a data set of 64 columns would fill the sidebar with tags
+        self.features = pn.widgets.MultiSelect(name="Features (the columns distances use; Ctrl+click)", size=5,
+                                               sizing_mode="stretch_width")  # fmt: skip
+        self.standardize = pn.widgets.Checkbox(name="Standardize each feature (z-score)")
+        self.use_features = pn.widgets.Button(name="Use these features", disabled=True)
         self.x_axis = pn.widgets.Select.from_param(self.studio.param.x_axis, name="2-D view: x")
         self.y_axis = pn.widgets.Select.from_param(self.studio.param.y_axis, name="2-D view: y")
+        # offered where scikit-learn is installed (dpstudio[embed])
+        self.embed = pn.widgets.Button(name="t-SNE view of the features", visible=importlib.util.find_spec("sklearn") is not None)
         self.method = pn.widgets.RadioButtonGroup(name="Method", options=METHOD_NAMES, button_type="primary")
         self.dbscan = DBSCANControls(self.studio.dbscan, self.dbscan_plots, self._start, self.follow)
         self.hdbscan = HDBSCANControls(self.studio.hdbscan, self.tree_plot, self._start)
@@ -164,6 +171,10 @@ class StudioPage:
         for tap in self.sweep_plot.taps:
             tap.add_subscriber(lambda x, y: self._go_to_dc(self.sweep_plot.clicked_dc(x)))
         self.upload.param.watch(self._file_chosen, "value")
+        self.features.param.watch(self._show_feature_choice, "value")
+        self.standardize.param.watch(self._show_feature_choice, "value")
+        self.embed.on_click(lambda e: self._start("Computing the t-SNE view (a minute or two at 50,000 points)", studio.show_embedding))
+        self.use_features.on_click(lambda e: self._start("Loading", self._set_features, list(self.features.value), self.standardize.value))
         self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new), "value")
         self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new), "value_throttled")
         self.dc_percent.param.watch(self._percent_typed, "value")
@@ -210,7 +221,8 @@ class StudioPage:
             sizing_mode="stretch_width",
         )  # fmt: skip
         sidebar = pn.Column(
-            "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.x_axis, self.y_axis,
+            "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.features, self.standardize,
+            self.use_features, self.x_axis, self.y_axis, self.embed,
             "### Method", self.method, self.dpc_controls, self.dbscan.panel, self.hdbscan.panel,
             "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
             pn.Row(self.pin, self.unpin),
@@ -328,7 +340,7 @@ class StudioPage:
         if isinstance(document, bytes):
             self.load_session.value = None  # the same file may be loaded again
             document = read_session(document)
-        apply_session(self.studio, document, lambda name, progress: self.cache.sample(name, progress=progress), progress)
+        apply_session(self.studio, document, self.cache, progress)
         self._show_dataset()
 
     def _point_at(self, where: tuple[str, float | None, float | None]) -> None:
@@ -368,6 +380,13 @@ class StudioPage:
         self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress)
         self._load(self._your_file, progress)
 
+    def _set_features(self, columns: list[str], standardize: bool, progress=None) -> None:
+        """The shown data set with other feature columns or scaling (its own index, cached like any data set)."""
+        dataset = self.cache.features(self.studio.dataset, columns, standardize, progress)
+        if self.studio.dataset is self._your_file:
+            self._your_file = dataset  # still the user's file, read another way
+        self._load(dataset, progress)
+
     def _load(self, dataset: Dataset, progress=None) -> None:
         self.studio.load(dataset, progress=progress)
         self._show_dataset()
@@ -381,10 +400,20 @@ class StudioPage:
         dataset = self.studio.dataset
         points = dataset.points
         dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
-        self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{dropped}"
+        scaled = ", standardized" if dataset.standardized else ""
+        self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{scaled}{dropped}"
         your_file = [self._choice(self._your_file)] if self._your_file else []
         self.sample.param.update(options=[*sample_data.SAMPLES, *your_file], value=self._choice(dataset))
         self.save_session.filename = saved_name(self.studio)
+        self.features.param.update(options=list(dataset.available), value=list(points.columns))
+        self.standardize.value = dataset.standardized
+        self._show_feature_choice()
+
+    def _show_feature_choice(self, *events) -> None:
+        """The button applies a choice that differs from what is shown."""
+        dataset = self.studio.dataset
+        chosen = (tuple(self.features.value), self.standardize.value)
+        self.use_features.disabled = not self.features.value or chosen == (dataset.points.columns, dataset.standardized)
 
     def _choice(self, dataset: Dataset) -> str:
         """The data-set list's entry for a data set."""

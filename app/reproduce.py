@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from dpstudio import sample_data
 
+from .datasets import DatasetCache
 from .studio import METHODS, Studio
 
 SCHEMA = 1  # the version of the session document; a page refuses any other
@@ -23,7 +24,7 @@ KERNELS = ("cutoff", "gaussian")
 
 def data_source(studio: Studio) -> tuple[str | None, str]:
     """(sample name or None, the file a command line reads: a sample's or a served file's path, else its name)."""
-    key, name = studio.dataset.key, studio.dataset.name
+    key, name = studio.dataset.key.split("|")[0], studio.dataset.name  # the source, whatever features were chosen
     if key.startswith("sample:"):
         sample = key.split(":", 1)[1]
         return sample, str(sample_data.path(sample))
@@ -35,8 +36,13 @@ def data_source(studio: Studio) -> tuple[str | None, str]:
 def command_line(studio: Studio, out: str = "labels.csv") -> str:
     """The ``dpstudio cluster`` command that gives the current clustering of the active method."""
     _, path = data_source(studio)
+    dataset = studio.dataset
     args = ["dpstudio", "cluster", path]
-    if studio.dataset.points.dropped_rows.size:
+    if dataset.points.columns != dataset.available:
+        args += ["--columns", ",".join(dataset.points.columns)]
+    if dataset.standardized:
+        args.append("--standardize")
+    if dataset.points.dropped_rows.size:
         args.append("--drop-nonfinite")
     note = ""
     if studio.method == "dpc":
@@ -62,7 +68,8 @@ def session_document(studio: Studio) -> dict:
     sample, _ = data_source(studio)
     document = {
         "dpstudio_session": SCHEMA,
-        "dataset": {"name": studio.dataset.name, "sample": sample, "n_points": studio.dataset.n_points},
+        "dataset": {"name": studio.dataset.name, "sample": sample, "n_points": studio.dataset.n_points,
+                    "features": list(studio.dataset.points.columns), "standardized": studio.dataset.standardized},
         "method": studio.method,
     }
     if studio.dpc.loaded:
@@ -100,12 +107,18 @@ def query_document(query: str | dict) -> dict:
     """A session document from a URL's query, e.g. ``?sample=moons&method=dpc&dc=0.2&centers=3,17``; parameters
     that are not given keep their defaults."""
     params = dict(parse_qsl(query.lstrip("?"))) if isinstance(query, str) else {k: str(v) for k, v in query.items()}
-    unknown = set(params) - {"sample", "method", "kernel", "dc", "dc_percent", "centers", "eps", "min_samples",
-                             "min_cluster_size", "selection"}  # fmt: skip
+    unknown = set(params) - {"sample", "features", "standardize", "method", "kernel", "dc", "dc_percent", "centers",
+                             "eps", "min_samples", "min_cluster_size", "selection"}  # fmt: skip
     if unknown:
         raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
     method = params.get("method", "dpc")
-    document = {"dpstudio_session": SCHEMA, "dataset": {"sample": params.get("sample")}, "method": method}
+    standardize = params.get("standardize", "0").lower()
+    if standardize not in ("0", "1", "true", "false"):
+        raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")
+    dataset = {"sample": params.get("sample"), "standardized": standardize in ("1", "true")}
+    if "features" in params or dataset["standardized"]:
+        dataset["features"] = [c for c in params.get("features", "").split(",") if c] or None
+    document = {"dpstudio_session": SCHEMA, "dataset": dataset, "method": method}
     number = _number_from_text
     if {"kernel", "dc", "dc_percent", "centers"} & set(params):
         centers = params.get("centers")
@@ -125,16 +138,21 @@ def query_document(query: str | dict) -> dict:
     return _checked(document)
 
 
-def apply_session(studio: Studio, document: dict, load_sample, progress=None) -> None:
-    """Show a (checked) session document: its sample loaded if it names one (``load_sample(name, progress)``
-    returns the Dataset), else it must be the data set shown; then each method's parameters, the method last."""
+def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:
+    """Show a (checked) session document: its sample loaded from the cache if it names one, else it must be the
+    data set shown; then its features, each method's parameters, and the method last."""
     dataset = document["dataset"]
     if dataset.get("sample"):
         if data_source(studio)[0] != dataset["sample"]:
-            studio.load(load_sample(dataset["sample"], progress), progress=progress)
-    elif dataset.get("name") not in (None, studio.dataset.name) or dataset.get("n_points") not in (None, studio.dataset.n_points):
-        raise ValueError(f"this session is of {dataset.get('name')} ({dataset.get('n_points')} points); "
-                         f"load that file first (shown: {studio.dataset.name}, {studio.dataset.n_points} points)")  # fmt: skip
+            studio.load(cache.sample(dataset["sample"], progress), progress=progress)
+    elif dataset.get("name") not in (None, studio.dataset.name):
+        raise ValueError(f"this session is of {dataset.get('name')}; load that file first (shown: {studio.dataset.name})")
+    shown = studio.dataset
+    features, standardize = dataset.get("features") or list(shown.available), bool(dataset.get("standardized"))
+    if (tuple(features), standardize) != (shown.points.columns, shown.standardized):
+        studio.load(cache.features(shown, features, standardize, progress), progress=progress)
+    if dataset.get("n_points") not in (None, studio.dataset.n_points):
+        raise ValueError(f"this session is of {dataset.get('n_points')} points; {studio.dataset.name} has {studio.dataset.n_points}")
     n = studio.dataset.n_points
     if (dpc := document.get("dpc")) is not None:
         centers = dpc.get("centers")
@@ -167,6 +185,9 @@ def _checked(document: dict) -> dict:
         raise ValueError("the session names no data set")
     if dataset.get("sample") is not None and dataset["sample"] not in sample_data.SAMPLES:
         raise ValueError(f"no sample named {dataset['sample']!r} (samples: {', '.join(sample_data.SAMPLES)})")
+    features = dataset.get("features")
+    if features is not None and (not isinstance(features, list) or not features or not all(isinstance(f, str) for f in features)):
+        raise ValueError("features must be a list of column names")
     if document.get("method") not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {document.get('method')!r}")
     if (dpc := document.get("dpc")) is not None:

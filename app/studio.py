@@ -81,6 +81,13 @@ class Studio(param.Parameterized):
         with param.edit_constant(self):
             self.param.update(method=method, revision=self.revision + 1)
 
+    def show_embedding(self) -> None:
+        """The 2-D view on a t-SNE embedding of the features (computed once per data set, in this thread)."""
+        x_axis, y_axis = self.dataset.embed()
+        with param.edit_constant(self):
+            self.param.x_axis.objects = self.param.y_axis.objects = list(self.dataset.axes)
+            self.param.update(x_axis=x_axis, y_axis=y_axis)
+
     def set_colour_by(self, colour_by: str) -> None:
         """Colour the points by cluster, or by the ground truth of a sample set that has one."""
         if colour_by not in COLOUR_BY:

@@ -55,6 +55,21 @@ def test_the_copied_command_gives_the_pages_clusters_for_each_method(studio, tmp
     np.testing.assert_array_equal(run_command(command_line(studio), tmp_path), studio.labels())
 
 
+def test_the_command_names_the_chosen_features_and_scaling(cache, tmp_path):
+    studio = Studio()
+    studio.load(cache.features(cache.sample("blobs3d"), ["z", "x"], standardize=True))
+    studio.dpc.pick_count(3)
+    line = command_line(studio)
+    assert "--columns z,x --standardize" in line
+    np.testing.assert_array_equal(run_command(line, tmp_path), studio.labels())
+    saved = read_session(session_json(studio))
+    fresh = Studio()
+    fresh.load(cache.sample("blobs"))
+    apply_session(fresh, saved, cache)
+    assert fresh.dataset is studio.dataset
+    np.testing.assert_array_equal(fresh.labels(), studio.labels())
+
+
 def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
     studio.dpc.set_dc(dc_percent=3.0, kernel="gaussian")
     studio.dpc.pick_count(4)
@@ -68,7 +83,7 @@ def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
     saved = session_json(studio)
     fresh = Studio()
     fresh.load(cache.sample("moons"))  # another data set: the session names its sample
-    apply_session(fresh, read_session(saved), lambda name, progress: cache.sample(name, progress=progress))
+    apply_session(fresh, read_session(saved), cache)
     assert fresh.dataset.name == studio.dataset.name and fresh.method == "dpc"
     for method in ("dpc", "dbscan", "hdbscan"):
         np.testing.assert_array_equal(fresh.states[method].labels(), studio.states[method].labels())
@@ -95,25 +110,30 @@ def test_bad_session_files_are_refused_with_the_field(text, message):
         read_session(text)
 
 
-def test_a_session_of_another_file_or_out_of_range_centers_changes_nothing(studio):
+def test_a_session_of_another_file_or_out_of_range_centers_changes_nothing(studio, cache):
     other = {"dpstudio_session": 1, "dataset": {"name": "mine.csv", "sample": None, "n_points": 10}, "method": "dpc"}
-    with pytest.raises(ValueError, match="this session is of mine.csv"):
-        apply_session(studio, read_session(json.dumps(other)), None)
+    with pytest.raises(ValueError, match="this session is of mine.csv; load that file first"):
+        apply_session(studio, read_session(json.dumps(other)), cache)
     labels = studio.labels().copy()
     same = {"dpstudio_session": 1, "dataset": {"name": studio.dataset.name, "sample": "blobs"}, "method": "dpc",
             "dpc": {"kernel": "cutoff", "dc": None, "dc_percent": None, "centers": [10**6]}}  # fmt: skip
     with pytest.raises(ValueError, match="out of range"):
-        apply_session(studio, read_session(json.dumps(same)), None)
+        apply_session(studio, read_session(json.dumps(same)), cache)
     np.testing.assert_array_equal(studio.labels(), labels)
 
 
 def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
     document = query_document("?sample=moons&method=dbscan&eps=0.15&min_samples=6")
-    apply_session(studio, document, lambda name, progress: cache.sample(name, progress=progress))
+    apply_session(studio, document, cache)
     assert (studio.dataset.name, studio.method, studio.dbscan.eps, studio.dbscan.min_samples) == ("moons", "dbscan", 0.15, 6)
-    apply_session(studio, query_document("sample=moons&dc_percent=1&centers=5,900"), None)
+    apply_session(studio, query_document("sample=moons&dc_percent=1&centers=5,900"), cache)
     assert studio.method == "dpc" and studio.dpc.dc_percent == 1 and list(studio.dpc.centers[:2]) == [5, 900]
+    apply_session(studio, query_document("sample=blobs3d&features=x,z&standardize=1"), cache)
+    assert studio.dataset.points.columns == ("x", "z") and studio.dataset.standardized
+    apply_session(studio, query_document("sample=blobs3d"), cache)
+    assert studio.dataset.points.columns == ("x", "y", "z") and not studio.dataset.standardized
     for query, message in [("dc=abc", "dc must be a number, got 'abc'"), ("sample=x", "no sample named 'x'"),
+                           ("standardize=yes", "standardize must be 1 or 0"),
                            ("colour=red", "unknown URL parameter 'colour'"), ("eps=-1", "eps must be a finite positive")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             query_document(query)

@@ -13,7 +13,7 @@ from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.state import CONFIRM_ABOVE, ClusteringSession, Picks, follow_picks
 from dpstudio.app.studio import Studio
-from dpstudio.engine import DataError, DensityPeaks
+from dpstudio.engine import DataError, DensityPeaks, to_points
 from dpstudio.engine.centers import graph_coordinates
 
 
@@ -289,6 +289,26 @@ def test_a_small_parquet_file_that_expands_past_the_limit_is_refused_unread(cach
     with pytest.raises(DataError, match="zeros.parquet expands to 400,000 rows x 2 columns; the limit is 32,768 values"):
         cache.upload("zeros.parquet", content, max_bytes=2**16)
     assert cache.upload("zeros.parquet", content, max_bytes=2**21).n_points == 400_000
+
+
+def test_other_features_read_the_source_as_the_cli_does_and_are_cached(cache, tmp_path):
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"id": np.arange(300) * 1000.0, "a": rng.normal(size=300), "b": rng.normal(size=300) * 50})
+    table.loc[7, "a"] = np.nan  # a row left out whatever the features
+    path = tmp_path / "with_id.csv"
+    table.to_csv(path, index=False)
+    full = cache.file(path)
+    assert full.available == ("id", "a", "b") and not full.standardized
+    chosen = cache.features(full, ["b", "a"], standardize=True)
+    expected = to_points(path, ["b", "a"], standardize=True, drop_nonfinite=True)
+    np.testing.assert_array_equal(chosen.points.values, expected.values)
+    assert chosen.points.columns == ("b", "a") and chosen.standardized and chosen.available == full.available
+    assert cache.features(chosen, ["b", "a"], standardize=True) is chosen
+    assert cache.features(chosen, ["id", "a", "b"], standardize=False) is full  # back to the data set as loaded
+    with pytest.raises(DataError, match="no numeric column named 'c'"):
+        cache.features(full, ["a", "c"], standardize=False)
+    with pytest.raises(DataError, match="choose at least one feature column"):
+        cache.features(full, [], standardize=False)
 
 
 def test_download_rows_point_back_to_the_input(cache, tmp_path):

@@ -207,3 +207,18 @@ def test_a_lasso_in_the_view_selects_the_points_inside_and_a_click_clears(studio
     assert studio.selected is None
     with pytest.raises(ValueError, match="finite"):
         studio.select_in_view([(x0, y0), (np.nan, y0), (x1, y1)])
+
+
+def test_a_t_sne_view_is_computed_once_per_data_set_and_shared(studio, cache):
+    studio.load(cache.sample("moons"))
+    studio.show_embedding()
+    assert (studio.x_axis, studio.y_axis) == ("t-SNE 1", "t-SNE 2")
+    embedding = studio.dataset.embeddings["t-SNE"]
+    assert embedding.shape == (studio.dataset.n_points, 2) and np.isfinite(embedding).all()
+    np.testing.assert_array_equal(studio.dataset.axis_values("t-SNE 2"), embedding[:, 1])
+    other = Studio()
+    other.load(cache.sample("moons"))  # another session on the same data set: the view is there already
+    assert "t-SNE 1" in other.param.x_axis.objects
+    other.show_embedding()
+    assert other.dataset.embeddings["t-SNE"] is embedding
+    other.close()

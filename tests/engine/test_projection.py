@@ -35,3 +35,10 @@ def test_one_dimension_duplicates_and_a_constant_column(rng):
     np.testing.assert_allclose(scores, reference_scores(repeated), rtol=1e-4, atol=1e-4)
     assert np.unique(scores, axis=0).shape[0] == 5  # duplicates stay together
     assert not pca_2d(np.ones((10, 3), np.float32), np).any()  # all identical: everything at the origin
+
+
+def test_t_sne_is_refused_past_its_size_limit():
+    from dpstudio.engine.projection import TSNE_MAX_POINTS, tsne_2d
+
+    with pytest.raises(ValueError, match="t-SNE view of 50,001 points would take too long"):
+        tsne_2d(np.zeros((TSNE_MAX_POINTS + 1, 2), np.float32))

@@ -52,7 +52,7 @@ def percent_field(page: Page):
 
 
 def dc_field(page: Page):
-    return page.locator("input").nth(1)  # the dc slider's text box (after the file input)
+    return page.locator("input.bk-input[type=text]").first  # the dc slider's text box, the first text field
 
 
 def type_into(field, text: str) -> None:
@@ -105,7 +105,7 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     open_app(page, server.url)
     bad = tmp_path / "broken.csv"
     bad.write_text("a,b\n1,2\n3,oops\n5,6\n")
-    page.locator("input[type=file]").set_input_files(bad)
+    page.locator("input.filepond--browser").set_input_files(bad)
     expect(page.get_by_text("Loading failed")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".alert", has_text="Loading failed")).to_contain_text("column 'b' is not numeric: value 'oops' at row 1")
     assert table_rows(page) == 5  # still the blobs clustering
@@ -128,7 +128,7 @@ def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, s
 
 def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
     open_app(page, server.url)
-    upload = page.locator("input[type=file]")
+    upload = page.locator("input.filepond--browser")
     (tmp_path / "broken.csv").write_text("a,b\n1,2\n3,oops\n")
     upload.set_input_files(tmp_path / "broken.csv")
     expect(page.get_by_text("column 'b' is not numeric")).to_be_visible(timeout=TIMEOUT_MS)
@@ -220,7 +220,7 @@ def test_an_upload_over_the_limit_is_refused_in_the_browser_and_a_large_one_arri
     running = Server("--backend", "cpu", "--max-upload-mb", "6")
     try:
         open_app(page, running.url)
-        upload = page.locator("input[type=file]")
+        upload = page.locator("input.filepond--browser")
         rows = np.round(rng.normal(size=(600_000, 2)), 6)
         pd.DataFrame(rows, columns=["x", "y"]).to_csv(tmp_path / "big.csv", index=False)  # about 11 MB
         upload.set_input_files(tmp_path / "big.csv")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -56,3 +57,16 @@ def test_a_saved_session_loads_back_in_a_fresh_page(page: Page, server, tmp_path
     page.locator("input[type=file][accept='.json']").set_input_files(tmp_path / "broken.json")
     expect(page.get_by_text("Loading the session failed: method must be one of")).to_be_visible(timeout=TIMEOUT_MS)
     assert table_rows(page) == 3
+
+
+def test_features_and_scaling_are_chosen_on_the_page(page: Page, server):
+    open_app(page, f"{server.url}/?sample=blobs3d&features=x,y")
+    expect(data_set_info(page)).to_contain_text("blobs3d: 1,500 points × 2 features", timeout=TIMEOUT_MS)
+    use = page.get_by_role("button", name="Use these features")
+    expect(use).to_be_disabled()
+    page.locator("div.bk-Checkbox", has_text="Standardize each feature").locator("input").check()
+    expect(use).to_be_enabled()
+    use.click()
+    expect(data_set_info(page)).to_contain_text("2 features, standardized", timeout=TIMEOUT_MS)
+    expect(command_box(page)).to_have_value(re.compile(r"--columns x,y --standardize "), timeout=TIMEOUT_MS)
+    expect(use).to_be_disabled()

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .test_app import ROWS, TIMEOUT_MS, open_app, plot_canvas, type_into
+from .test_app import ROWS, TIMEOUT_MS, dc_field, open_app, plot_canvas, type_into
 
 pytestmark = pytest.mark.browser
 
@@ -34,6 +34,7 @@ def visible_canvas(page: Page, index: int):
 
 
 def click_at(page: Page, canvas, fx: float, fy: float) -> None:
+    canvas.scroll_into_view_if_needed()  # a mouse click lands only inside the viewport
     box = canvas.bounding_box()
     page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
 
@@ -126,12 +127,12 @@ def test_a_click_on_a_branch_of_the_condensed_tree_selects_it(page: Page, server
 
 def test_the_dc_sweep_curve_takes_you_to_a_dc(page: Page, server):
     open_app(page, server.url)
-    dc = page.locator("input").nth(1)  # the dc slider's text box
+    dc = dc_field(page)
     rule_dc = dc.input_value()
     page.get_by_role("button", name=re.compile("Sweep dc")).click()
     expect(page.get_by_text("Swept 32 dc values")).to_be_visible(timeout=TIMEOUT_MS)
     page.wait_for_timeout(2000)
-    curve = visible_canvas(page, 2)  # under the decision graph and the 2-D view
+    curve = visible_canvas(page, 3)  # under the decision graph, the 2-D view and the gamma-rank plot
     click_at(page, curve, 0.1, 0.5)  # the small dc values, left
     expect(dc).not_to_have_value(rule_dc, timeout=TIMEOUT_MS)
     assert float(dc.input_value()) < float(rule_dc)
