@@ -26,8 +26,12 @@ class SweepPlot:
     def __init__(self, session: ClusteringSession):
         self.session = session
         self._frame_of: tuple | None = None  # (revision, sweep, frame): one frame for every layer of a redraw
-        watched = hv.streams.Params(session, ["revision", "sweep"])
-        layer = lambda draw: hv.DynamicMap(lambda revision, sweep: draw(self._frame()), streams=[watched])  # noqa: E731
+        # redrawn when a sweep arrives and, while there is one, when the labels change (its ARI curve); not on
+        # every relabel of a page that never swept: its twelve layers would be sent to the browser each time
+        watched = hv.streams.Counter()
+        self._watcher = session.param.watch(lambda e: (session.sweep is not None or e.name == "sweep") and watched.event(),
+                                            ["revision", "sweep"])  # fmt: skip
+        layer = lambda draw: hv.DynamicMap(lambda counter: draw(self._frame()), streams=[watched])  # noqa: E731
         self.points = {column: layer(lambda frame, c=column: hv.Scatter(frame, "dc", [c, "clusters"])) for column, _, _ in SERIES}
         self.curves = [
             (layer(_plateaus) * layer(lambda frame, c=column: hv.Curve(frame, "dc", c)) * self.points[column]
@@ -46,6 +50,7 @@ class SweepPlot:
         return None if x is None or sweep is None else dc_at(sweep.dc, x)
 
     def close(self) -> None:
+        self.session.param.unwatch(self._watcher)
         for stream in self._streams:
             stream.source = None
 
