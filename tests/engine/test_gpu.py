@@ -109,6 +109,13 @@ def test_lasso_and_selection_modes_match(rng):
     np.testing.assert_array_equal(gpu_dp.assign(polygon=polygon).centers_, cpu_dp.assign(polygon=polygon).centers_)
     np.testing.assert_array_equal(gpu_dp.assign(n_centers=7).centers_, cpu_dp.assign(n_centers=7).centers_)
     np.testing.assert_array_equal(gpu_dp.suggest_centers(), cpu_dp.suggest_centers())
+    # a lasso drawn on log axes: the bulk of points, at log10 of rho and delta (zeros at half the smallest value)
+    x, y = np.log10(np.maximum(cpu_dp.rho_, 0.5)), np.log10(cpu_dp.delta_)
+    x0, y0 = np.quantile(x, 0.5) + 1e-7, np.quantile(y, 0.9) + 1e-7  # off every point: rho has ties
+    on_log_axes = [(x0, y0), (x.max() + 1, y0), (x.max() + 1, y.max() + 1), (x0, y.max() + 1)]
+    chosen = gpu_dp.choose_centers(polygon=on_log_axes, log_axes=True)
+    np.testing.assert_array_equal(chosen, cpu_dp.choose_centers(polygon=on_log_axes, log_axes=True))
+    assert set(chosen) == set(np.flatnonzero((x > x0) & (y > y0)))
 
 
 def test_out_of_memory_is_a_clear_error(rng):
