@@ -8,8 +8,8 @@ cluster colours, and DBSCAN's core points are drawn larger than its border point
 from __future__ import annotations
 
 import time
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 
 import colorcet
 import datashader as ds

@@ -48,12 +48,12 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
     if studio.method == "dpc":
         dpc = studio.dpc
         args += ["--kernel", dpc.kernel] if dpc.kernel != "cutoff" else []
-        args += ["--dc-percent", f"{dpc.dc_percent:g}"] if dpc.dc_percent is not None else ["--dc", repr(float(dpc.dc))]
+        args += ["--dc-percent", _exact(dpc.dc_percent)] if dpc.dc_percent is not None else ["--dc", _exact(dpc.dc)]
         if dpc.centers_picked:
             args += ["--centers", ",".join(str(int(c)) for c in dpc.centers) + ("," if len(dpc.centers) == 1 else "")]
     elif studio.method == "dbscan":
         dbscan = studio.dbscan
-        args += ["--method", "dbscan", "--eps", repr(float(dbscan.eps)), "--min-samples", str(dbscan.min_samples)]
+        args += ["--method", "dbscan", "--eps", _exact(dbscan.eps), "--min-samples", str(dbscan.min_samples)]
     else:
         hdbscan = studio.hdbscan
         args += ["--method", "hdbscan", "--min-cluster-size", str(hdbscan.min_cluster_size),
@@ -61,6 +61,12 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
         if hdbscan.hand_picked:
             note = "  # gives the rule's clusters: clusters picked on the tree are kept only in a saved session"
     return shlex.join([*args, "--out", out]) + note
+
+
+def _exact(value: float) -> str:
+    """The shortest text that reads back as the same float64 (2.0 as "2")."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
 
 
 def session_document(studio: Studio) -> dict:
