@@ -34,6 +34,8 @@ from .reproduce import apply_session, command_line, query_document, read_session
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
 from .sweep_plot import SweepPlot
+from .teaching import TEACHING_MAX, Teaching
+from .teaching_plot import TeachingPlots
 from .tree_plot import TreePlot
 
 log = logging.getLogger("dpstudio")
@@ -83,6 +85,8 @@ class StudioPage:
         self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
         self.sweep_plot = SweepPlot(self.session)
         self.gamma_plot = GammaPlot(self.session)
+        self.teaching = Teaching(self.studio)
+        self.teaching_plots = TeachingPlots(self.teaching)
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -129,6 +133,16 @@ class StudioPage:
         self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={"cut-off": "cutoff", "Gaussian": "gaussian"})
         self.halo = pn.widgets.Checkbox(name="Grey out the halo (cluster borders)")
         self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
+        self.forest = pn.widgets.Checkbox(name="Every arrow (the parent forest)")
+        self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
+        self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
+        self.stepping = pn.widgets.Checkbox(name="Step through the algorithm")
+        self.player = pn.widgets.Player(start=0, end=1, value=0, interval=1200, loop_policy="once", show_loop_controls=False,
+                                        visible_buttons=["first", "previous", "pause", "play", "next", "last"],
+                                        width=300, visible=False)  # fmt: skip
+        self.teaching_size_note = pn.pane.Markdown(css_classes=["dp-status"])
+        self.explained_note = pn.pane.Markdown(css_classes=["dp-status"])
+        self.step_note = pn.pane.Markdown(visible=False)
         self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
         self.n_clusters = pn.widgets.IntInput(name="Number of clusters", value=3, start=1, width=130)
         self.pick = pn.widgets.Button(name="Pick top γ", align="end")
@@ -181,6 +195,14 @@ class StudioPage:
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new), "value")
         self.halo.param.watch(lambda e: self._start("Computing the halo", session.set_halo, e.new), "value")
         self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
+        teaching = self.teaching
+        # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
+        self.plots.view_tap.add_subscriber(lambda x, y: self.follow("Explaining", self._explain_at, (x, y)))
+        self.forest.param.watch(lambda e: e.new != teaching.forest and self._start("Drawing the arrows", teaching.show_forest, e.new), "value")
+        self.edges.param.watch(lambda e: e.new != teaching.edges and self._start("Drawing the edges", teaching.show_edges, e.new), "value")
+        self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self.follow("Stepping", teaching.go_to_step, 0 if e.new else None), "value")
+        self.player.param.watch(lambda e: teaching.step not in (None, e.new) and self.follow("Stepping", teaching.go_to_step, e.new), "value")
+        teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "step"])
         self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y))
         self.gamma_plot.tap.add_subscriber(lambda x, y: self._pick_by_rank(self.gamma_plot.clicked_count(x)))
         for plot, pointer in (("view", self.plots.view_pointer), ("graph", self.plots.graph_pointer)):
@@ -199,6 +221,7 @@ class StudioPage:
         self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds))
         session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel", "log_axes"])
         studio.param.watch(self._show_clusters, ["revision"])
+        studio.param.watch(self._show_teaching, ["revision"])
         session.param.watch(self._show_sweep, ["sweep"])
         studio.param.watch(self._show_method, ["method", "dataset", "colour_by", "pinned"])
         session.param.watch(lambda e: setattr(self.undo, "disabled", not e.new), "can_undo")
@@ -207,6 +230,7 @@ class StudioPage:
         self._show_parameters()
         self._show_method()
         self._show_clusters()
+        self._show_teaching()
 
     def _layout(self) -> pn.viewable.Viewable:
         backend = self.studio.dataset.indexed.backend.device_name()
@@ -218,6 +242,10 @@ class StudioPage:
                              "and above the click become the centers (the original paper's rectangle). Or click a rank "
                              "on the γ plot.", css_classes=["dp-status"]),
             self.suggest, pn.Row(self.n_clusters, self.pick), pn.Row(self.clear, self.undo),
+            "### Teaching",
+            pn.pane.Markdown("Click a point in the 2-D view: its dc circle, the points its ρ counts, and its arrows "
+                             "to the nearest denser point and on to its center.", css_classes=["dp-status"]),
+            self.forest, self.stepping, self.player, self.teaching_size_note,
             sizing_mode="stretch_width",
         )  # fmt: skip
         sidebar = pn.Column(
@@ -232,39 +260,49 @@ class StudioPage:
             pn.pane.Markdown(LATER, css_classes=["dp-status"]),
             width=330,
         )  # fmt: skip
-        # each plot in a Column whose visibility follows the method: a plot pane's own visibility cannot change from
-        # the worker thread that switches the method (Panel syncs it to Bokeh without the document lock)
+        # plots hidden at first join the page when first shown: each costs its Bokeh models on the server and a
+        # render in the browser, and a page that built them all took seconds to open
+        self.dbscan.panel.extend([
+            "#### Teaching",
+            pn.pane.Markdown("Click a point in the 2-D view: its ε circle, the points within it, and whether that "
+                             "makes it a core point, a border point or noise.", css_classes=["dp-status"]),
+            self.edges, self.edges_size_note,
+        ])  # fmt: skip
         self.method_plots = {
-            "dpc": pn.Column(_plot_pane(self.plots.decision_graph(), "decision-graph"),
-                             _plot_pane(self.gamma_plot.plot, "gamma-rank"), sizing_mode="stretch_width"),
-            "dbscan": _shown(self.dbscan_plots.k_distance(), "k-distance"),
-            "hdbscan": _shown(self.tree_plot.plot(), "condensed-tree"),
+            "dpc": Deferred(lambda: [_plot_pane(self.plots.decision_graph() * self.teaching_plots.graph_layer(), "decision-graph"),
+                                     _plot_pane(self.gamma_plot.plot, "gamma-rank")]),
+            "dbscan": Deferred(lambda: [_plot_pane(self.dbscan_plots.k_distance(), "k-distance")]),
+            "hdbscan": Deferred(lambda: [_plot_pane(self.tree_plot.plot(), "condensed-tree")]),
         }
+        self.sweep_curves = Deferred(lambda: [
+            pn.pane.Markdown("Each dc clustered from its own suggested centers; shaded: plateaus (stable choices). "
+                             "Click a point to go to that dc.", css_classes=["dp-status"]),
+            *(_plot_pane(plot, "dc-sweep") for plot in self.sweep_plot.curves),
+        ])
+        self.eps_curves = Deferred(lambda: [_plot_pane(plot, "eps-curves") for plot in self.dbscan_plots.sensitivity()])
         self.sensitivity = {
-            "dpc": pn.Column(
-                pn.Row(self.sweep, self.sweeping.busy), self.sweeping.progress, self.sweep_note,
-                pn.pane.Markdown("Each dc clustered from its own suggested centers; shaded: plateaus (stable choices). "
-                                 "Click a point to go to that dc.", css_classes=["dp-status"]),
-                *(_plot_pane(plot, "dc-sweep") for plot in self.sweep_plot.curves),
-                sizing_mode="stretch_width",
-            ),
-            "dbscan": pn.Column(*(_plot_pane(plot, "eps-curves") for plot in self.dbscan_plots.sensitivity()), sizing_mode="stretch_width"),
+            "dpc": pn.Column(pn.Row(self.sweep, self.sweeping.busy), self.sweeping.progress, self.sweep_note,
+                             self.sweep_curves.column, sizing_mode="stretch_width"),
+            "dbscan": self.eps_curves.column,
+            "hdbscan": pn.pane.Markdown("The condensed tree above is HDBSCAN's sensitivity view: each cluster's life "
+                                        "from its birth to its death as the distance scale shrinks.",
+                                        css_classes=["dp-status"]),
         }  # fmt: skip
-        self.comparison = pn.Row(
+        self.comparison = Deferred(lambda: [pn.Row(
             _plot_pane(self.plots.pinned_view(), "pinned-view"),
-            pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width", visible=False,
-        )  # fmt: skip
+            pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"), sizing_mode="stretch_width",
+        )])  # fmt: skip
         plots = pn.Row(
-            pn.Column(*self.method_plots.values(), sizing_mode="stretch_width"),
-            pn.pane.HoloViews(self.plots.data_view(), sizing_mode="stretch_width", name="data-view"),
+            pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width"),
+            pn.pane.HoloViews(self.plots.data_view() * self.teaching_plots.view_layers(), sizing_mode="stretch_width", name="data-view"),
             sizing_mode="stretch_width",
         )
         main = pn.Column(
             self.alert, self.pending, self.work.busy, self.work.progress,
-            pn.Row(self.pointed_note, self.selected_note, self.clear_selection, sizing_mode="stretch_width"), plots,
+            pn.Row(self.pointed_note, self.selected_note, self.clear_selection, sizing_mode="stretch_width"),
+            self.explained_note, self.step_note, plots,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
-            pn.Column("### Comparison with the pinned clustering", self.comparison, sizing_mode="stretch_width"),
+            pn.Column("### Comparison with the pinned clustering", self.comparison.column, sizing_mode="stretch_width"),
             pn.Row(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
                    pn.Column("### Timings", self.status, width=360)),
             sizing_mode="stretch_width",
@@ -347,6 +385,10 @@ class StudioPage:
         plot, x, y = where
         ranges = self.plots.view_ranges if plot == "view" else self.plots.graph_ranges
         self.studio.point_at(plot, x, y, ranges.x_range, ranges.y_range)
+
+    def _explain_at(self, where: tuple[float | None, float | None]) -> None:
+        (x, y), ranges = where, self.plots.view_ranges
+        self.teaching.explain_at(x, y, ranges.x_range, ranges.y_range)
 
     def _pick_by_rank(self, n_centers: int | None) -> None:
         if n_centers is not None:
@@ -461,6 +503,23 @@ class StudioPage:
                                      if selected is not None else "")  # fmt: skip
         self.clear_selection.visible = selected is not None
 
+    def _show_teaching(self, *events) -> None:
+        teaching = self.teaching
+        small = teaching.available
+        self.forest.param.update(value=teaching.forest, disabled=not small)
+        self.edges.param.update(value=teaching.edges, disabled=not small)
+        self.stepping.param.update(value=teaching.step is not None, disabled=not small)
+        too_many = f"drawn for up to {TEACHING_MAX:,} points; a click explains a point at any size."
+        self.teaching_size_note.object = "" if small else f"The arrows and the step-through are {too_many}"
+        self.edges_size_note.object = "" if small else f"The edges are {too_many}"
+        self.explained_note.object = teaching.describe()
+        stepping = teaching.step is not None and self.studio.method == "dpc"
+        if stepping:
+            steps = teaching.steps()
+            self.player.param.update(end=len(steps) - 1, value=teaching.step)
+            self.step_note.object = f"Step {teaching.step + 1} of {len(steps)} · {steps[teaching.step].text}"
+        self.player.visible = self.step_note.visible = stepping
+
     def _show_notice(self, *events) -> None:
         self.notice.object, self.notice.visible = self.session.notice, bool(self.session.notice)
 
@@ -477,9 +536,9 @@ class StudioPage:
         self.colour_by.param.update(value=studio.colour_by, disabled=studio.dataset.truth is None)
         self.unpin.disabled = studio.pinned is None
         for name, controls in (("dpc", self.dpc_controls), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
-            controls.visible = self.method_plots[name].visible = name == studio.method
-            if name in self.sensitivity:
-                self.sensitivity[name].visible = name == studio.method
+            controls.visible = self.sensitivity[name].visible = name == studio.method
+            self.method_plots[name].show(name == studio.method)
+        self.eps_curves.show(studio.method == "dbscan")
         self.dbscan.show()
         self.hdbscan.show()
         self._show_comparison()
@@ -490,7 +549,7 @@ class StudioPage:
         self.truth_note.object = ("No ground truth for this data set (the samples have one)." if truth_ari is None else
                                   f"ARI of the {studio.active.title} clustering with the ground truth: **{truth_ari:.3f}**")  # fmt: skip
         comparison = studio.comparison()
-        self.comparison.visible = comparison is not None
+        self.comparison.show(comparison is not None)
         if comparison is not None:
             ari, table = comparison
             self.comparison_note.object = (f"**Now:** {studio.active.describe()}  \n**Pinned:** {studio.pinned.name}  \n"
@@ -500,6 +559,7 @@ class StudioPage:
 
     def _show_sweep(self, *events) -> None:
         frame = self.session.sweep_frame()
+        self.sweep_curves.show(frame is not None)
         if frame is None:
             self.sweep_note.object = ""
             return
@@ -544,18 +604,29 @@ class StudioPage:
         of what keeps the page alive after its session: the plots' streams, and Panel's registry of JS callbacks
         (weakly keyed, but each callback refers back to its widget, like the dc slider's text box)."""
         self.studio.close()
-        for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot, self.gamma_plot):
+        for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot, self.gamma_plot, self.teaching_plots):
             plots.close()
         for widget in self.layout.select():
             Callback.registry.pop(widget, None)
 
 
+class Deferred:
+    """Views made and put in the page (``column``) the first time they are shown, and kept: hiding and showing
+    again costs nothing. Visibility is the Column's: a plot pane's own cannot change from the worker thread that
+    switches the method (Panel syncs it to Bokeh without the document lock)."""
+
+    def __init__(self, make: Callable[[], list[pn.viewable.Viewable]]):
+        self.column = pn.Column(sizing_mode="stretch_width", visible=False)
+        self._make: Callable[[], list[pn.viewable.Viewable]] | None = make
+
+    def show(self, visible: bool) -> None:
+        if visible and self._make is not None:
+            self.column.objects, self._make = self._make(), None
+        self.column.visible = visible
+
+
 def _plot_pane(plot, name: str) -> pn.pane.HoloViews:
     return pn.pane.HoloViews(plot, sizing_mode="stretch_width", name=name, linked_axes=False)  # no shared dimensions
-
-
-def _shown(plot, name: str) -> pn.Column:
-    return pn.Column(_plot_pane(plot, name), sizing_mode="stretch_width")
 
 
 def _percent_text(percent: float | None) -> str:

@@ -41,9 +41,13 @@ POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "fill_alpha": 0.0, "line
 
 
 def colour_codes(labels: np.ndarray) -> pd.Categorical:
-    """Categorical colour code per point (datashader's count_cat needs a categorical column)."""
+    """Categorical colour code per point (datashader's count_cat needs a categorical column), with only the
+    colours in use as categories: shading costs a pass per category over every pixel."""
     codes = np.where(labels < 0, 0, labels % len(CLUSTER_COLOURS) + 1)
-    return pd.Categorical.from_codes(codes, categories=CATEGORIES)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(PALETTE)))
+    compact = np.zeros(len(PALETTE), np.int8)
+    compact[used] = np.arange(len(used))
+    return pd.Categorical.from_codes(compact[codes], categories=[CATEGORIES[code] for code in used])
 
 
 def cluster_colour(label: int) -> str:
@@ -59,7 +63,8 @@ def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, na
     canvas = ds.Canvas(plot_width=int(width), plot_height=int(height), x_range=x_range, y_range=y_range)
 
     def shade(rows: pd.DataFrame):
-        return tf.shade(canvas.points(rows, "x", "y", ds.count_cat("colour")), color_key=list(PALETTE), min_alpha=200)
+        colours = [PALETTE[int(code)] for code in rows["colour"].cat.categories]
+        return tf.shade(canvas.points(rows, "x", "y", ds.count_cat("colour")), color_key=colours, min_alpha=200)
 
     if large is None:
         image = tf.dynspread(shade(frame), threshold=0.5, max_px=4)
@@ -99,11 +104,12 @@ class SessionPlots:
         self.graph_pointer = hv.streams.PointerXY(source=self.graph_image)
         self.view_pointer = hv.streams.PointerXY(source=self.view_image)
         self.view_lasso = hv.streams.Lasso(source=self.view_image)
+        self.view_tap = hv.streams.Tap(source=self.view_image)  # the teaching view's point
         pinned_watched = hv.streams.Params(studio, ["pinned", "x_axis", "y_axis"])
         pinned_size = hv.streams.PlotSize(width=PLOT_SIZE[0] // 2, height=PLOT_SIZE[1] // 2)
         self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
         self._streams = [*graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size, pinned_size,
-                         self.lasso, self.box, self.corner_tap, self.graph_pointer, self.view_pointer, self.view_lasso]  # fmt: skip
+                         self.lasso, self.box, self.corner_tap, self.graph_pointer, self.view_pointer, self.view_lasso, self.view_tap]  # fmt: skip
         studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
         self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
 
@@ -166,14 +172,14 @@ class SessionPlots:
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
         studio, started = self.studio, time.perf_counter()
         x, y = studio.dataset.axis_values(x_axis), studio.dataset.axis_values(y_axis)
-        image = shade_categories(x, y, studio.labels(), x_range, y_range, width, height, _view_dims(x_axis, y_axis),
+        image = shade_categories(x, y, studio.labels(), x_range, y_range, width, height, view_dims(x_axis, y_axis),
                                  large=studio.large_points())  # fmt: skip
         self.render_seconds["2-D view"] = time.perf_counter() - started
         self.on_render()
         return image
 
     def _pinned_image(self, pinned, x_axis, y_axis, width, height, scale=1.0):
-        dims = _view_dims(x_axis, y_axis)
+        dims = view_dims(x_axis, y_axis)
         if pinned is None:
             return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=list(dims), vdims=list("RGBA"), label="nothing yet")
         x, y = self.studio.dataset.axis_values(x_axis), self.studio.dataset.axis_values(y_axis)
@@ -200,7 +206,7 @@ class SessionPlots:
 
     def _pointed(self, plot: str, pointed, **ignored) -> hv.Points:
         """A ring around the point under the mouse, on both plots at once."""
-        names = ("rho", "delta") if plot == "graph" else _view_dims(self.studio.x_axis, self.studio.y_axis)
+        names = ("rho", "delta") if plot == "graph" else view_dims(self.studio.x_axis, self.studio.y_axis)
         x = y = np.empty(0)
         if pointed is not None and (plot == "view" or self.session.loaded):
             x, y = self.studio.plot_coordinates(plot)
@@ -216,7 +222,7 @@ class SessionPlots:
         shown = self.studio.method == "dpc" and self.studio.colour_by == "clusters"
         dataset, centers = self.studio.dataset, self.session.model.centers_ if shown else np.empty(0, np.int64)
         x, y = dataset.axis_values(x_axis)[centers], dataset.axis_values(y_axis)[centers]
-        return self._centers(x, y, _view_dims(x_axis, y_axis), centers)
+        return self._centers(x, y, view_dims(x_axis, y_axis), centers)
 
     def _centers(self, x, y, names: tuple[str, str], centers: np.ndarray) -> hv.Points:
         centers = centers[:MAX_MARKERS]
@@ -245,7 +251,7 @@ def _select_on_markers_only(plot, element) -> None:
             tool.continuous = False
 
 
-def _view_dims(x_axis: str, y_axis: str) -> tuple[str, str]:
+def view_dims(x_axis: str, y_axis: str) -> tuple[str, str]:
     return (x_axis, y_axis) if x_axis != y_axis else (x_axis, f"{y_axis} ")  # one column on both axes
 
 

@@ -4,6 +4,7 @@ driven by Playwright.
 
     python benchmarks/ui_latency.py [--sizes 100000,1000000] [--repeats 3] [--screenshots assets]
     python benchmarks/ui_latency.py --second-session
+    python benchmarks/ui_latency.py --teaching [--screenshots assets]
 
 Each timing runs from the mouse release to the moment the plot's pixels change (polled in the page). The
 engine's own share (relabel, or rho + delta) is read from the app's status line in the same run, so the table
@@ -27,7 +28,7 @@ from playwright.sync_api import Page, sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
 from tests.ui.test_app import lasso, open_app, plot_canvas  # noqa: E402
-from tests.ui.test_views import switch_to_dbscan  # noqa: E402
+from tests.ui.test_views import click_at, switch_to_dbscan  # noqa: E402
 
 TARGETS = {100_000: 1.0, 1_000_000: 2.0}  # seconds, from the issue, for a 2-core machine
 EPS_TARGETS = {100_000: 0.3, 1_000_000: 1.0}  # eps drag -> recoloured 2-D view
@@ -151,6 +152,43 @@ def second_session(browser, folder: Path, n: int = 1_000_000) -> list[dict]:
              "engine s": float("nan"), "target s": 2.0}]  # fmt: skip
 
 
+def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5_000) -> list[dict]:
+    """A click in the 2-D view -> the point's circle, rings and arrows drawn; the step-through's next step ->
+    redrawn; on n points (a teacher's data set)."""
+    path = folder / f"teaching_{n}.csv"
+    blobs(n, seed=2).to_csv(path, index=False)
+    server = Server(str(path), "--backend", "cpu")
+    try:
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        open_app(page, server.url)
+        view = plot_canvas(page, "Points by cluster")
+        spots = [(0.3 + 0.1 * (r % 5), 0.3 + 0.08 * (r % 4)) for r in range(repeats)]  # a new point each time
+        click_s = [time_until_changed(page, view, lambda spot=spot: click_at(page, view, *spot)) for spot in spots]
+        page.get_by_role("button", name="Pick top γ").click()
+        page.wait_for_timeout(1500)
+        page.locator("div.bk-Checkbox", has_text="Step through").locator("input").check()
+        page.get_by_text(re.compile("Step 1 of")).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        step_s = [time_until_changed(page, view, lambda: page.locator("button.next").click()) for _ in range(repeats)]
+        if shots:
+            page.locator("button.last").click()
+            page.locator("button.previous").click()
+            page.get_by_text(re.compile("Labels")).first.wait_for(timeout=60_000)
+            page.locator("div.bk-Checkbox", has_text="Step through").locator("input").uncheck()
+            page.locator("div.bk-Checkbox", has_text="parent forest").locator("input").check()
+            click_at(page, view, 0.45, 0.45)
+            page.wait_for_timeout(3000)
+            page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=shots / "app-teaching.png")
+        page.close()
+    finally:
+        server.close()
+    return [{"N": f"{n:,}", "dc": "2% rule", "action": "teaching click -> circle, rings and arrows drawn",
+             "median s": statistics.median(click_s), "engine s": float("nan"), "target s": 0.2},
+            {"N": f"{n:,}", "dc": "2% rule", "action": "step-through next -> 2-D view redrawn",
+             "median s": statistics.median(step_s), "engine s": float("nan"), "target s": float("nan")}]  # fmt: skip
+
+
 def table(rows: list[dict]) -> str:
     lines = ["| N | dc start | action | median s | engine s | target s | median / target |", "|---:|---|---|---:|---:|---:|---:|"]
     for row in rows:
@@ -205,14 +243,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dc-percents", default="2,0.01", help="percent rules a session starts with (default 2,0.01)")
     parser.add_argument("--screenshots", type=Path, help="also save screenshots of the app into this folder")
+    parser.add_argument("--teaching", action="store_true", help="only time the teaching view's click and step at 5,000 points")
     parser.add_argument("--second-session", action="store_true",
                         help="only time a second session's page load while a first session's 1M-point upload is processed")  # fmt: skip
     args = parser.parse_args()
     rows = []
     with sync_playwright() as playwright, tempfile.TemporaryDirectory() as folder:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        if args.screenshots:
+        if args.screenshots and not args.teaching:
             screenshots(args.screenshots, browser)
+        if args.teaching:
+            print(table(teaching(browser, Path(folder), args.repeats, args.screenshots)))
+            args.sizes = ""
         if args.second_session:
             print(table(second_session(browser, Path(folder))))
             args.sizes = ""

@@ -117,6 +117,15 @@ class DBSCAN(_OnIndex):
         self._require_fit()
         return np.flatnonzero(self._backend.to_numpy(self._core))
 
+    @property
+    def joining_edges_(self) -> tuple[np.ndarray, np.ndarray]:
+        """(u, v) of the mutual-reachability MST's edges within eps_ (by the float32 rule): they join core points,
+        and the clusters are their components among the core points (what the teaching view draws)."""
+        self._require_fit()
+        tree = self._tree
+        within = tree.w2 <= np.float32(np.float64(self.eps_) ** 2)
+        return tree.u[within], tree.v[within]
+
     def to_frame(self, rows=None) -> pd.DataFrame:
         """Per-point results: index (``rows``, default 0..N-1), label, core."""
         self._require_fit()

@@ -1,0 +1,80 @@
+"""The teaching view in a real browser: a click explains a point (circle, rings, arrows, the same point ringed on
+the decision graph; DBSCAN's core, border or noise and its tree's edges), the parent forest, and the
+step-through with its buttons; wrong clicks on the way."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .test_app import TIMEOUT_MS, open_app, plot_canvas
+from .test_views import choose_method, click_at, switch_to_dbscan
+
+pytestmark = pytest.mark.browser
+
+
+def checkbox(page: Page, label: str):
+    return page.locator("div.bk-Checkbox", has_text=label).locator("input")
+
+
+def explained(page: Page):
+    return page.get_by_text(re.compile(r"Row \d+ · ρ = "))
+
+
+def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, server):
+    open_app(page, server.url)
+    view, graph = plot_canvas(page, "Points by cluster"), plot_canvas(page, "Decision graph")
+    view_before, graph_before = view.screenshot(), graph.screenshot()
+    click_at(page, view, 0.45, 0.5)
+    expect(explained(page)).to_contain_text("nearest denser point", timeout=TIMEOUT_MS)
+    expect(explained(page)).to_contain_text("(ringed)")
+    page.wait_for_timeout(1500)
+    assert view.screenshot() != view_before, "no circle, rings or arrows drawn"
+    assert graph.screenshot() != graph_before, "the point is not ringed on the decision graph"
+    click_at(page, view, 0.15, 0.12)  # the top left corner of the frame: no point there
+    expect(explained(page)).to_have_count(0, timeout=TIMEOUT_MS)
+    # DBSCAN explains the same click in its own terms, and draws its tree's edges
+    switch_to_dbscan(page)
+    view = plot_canvas(page, "Points by cluster")
+    click_at(page, view, 0.45, 0.5)
+    dbscan_explained = page.get_by_text(re.compile(r"Row \d+ · (a core point|a border point|noise)"))
+    expect(dbscan_explained).to_contain_text("within ε", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    before = view.screenshot()
+    checkbox(page, "edges within ε").check()
+    page.wait_for_timeout(2000)
+    assert view.screenshot() != before, "the tree's edges were not drawn"
+    choose_method(page, "DPC")  # back: DPC's words for the same point
+    expect(explained(page)).to_be_visible(timeout=TIMEOUT_MS)
+
+
+def test_the_forest_and_the_step_through(page: Page, server):
+    open_app(page, server.url)
+    view = plot_canvas(page, "Points by cluster")
+    page.get_by_role("button", name="Pick top γ").click()  # DPC's own centers
+    page.wait_for_timeout(1500)
+    before = view.screenshot()
+    checkbox(page, "parent forest").check()
+    page.wait_for_timeout(2000)
+    forest = view.screenshot()
+    assert forest != before, "the forest was not drawn"
+    checkbox(page, "parent forest").uncheck()
+    checkbox(page, "Step through").check()
+    step = page.get_by_text(re.compile(r"Step \d+ of \d+ ·"))
+    expect(step).to_contain_text("Step 1 of", timeout=TIMEOUT_MS)
+    expect(step).to_contain_text("ρ")
+    page.locator("button.next").click()
+    expect(step).to_contain_text("Step 2 of", timeout=TIMEOUT_MS)
+    expect(step).to_contain_text("δ")
+    page.wait_for_timeout(1000)
+    linking = view.screenshot()
+    page.locator("button.last").click()
+    expect(step).to_contain_text("Halo", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    assert view.screenshot() != linking, "the step-through's picture did not change"
+    page.locator("button.previous").click()
+    expect(step).to_contain_text("Labels", timeout=TIMEOUT_MS)
+    checkbox(page, "Step through").uncheck()
+    expect(step).to_be_hidden(timeout=TIMEOUT_MS)
