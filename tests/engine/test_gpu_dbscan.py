@@ -270,6 +270,12 @@ def test_estimators_on_the_gpu_equal_the_cpu(n, d, rng):
             on_gpu.set_eps(eps)
             np.testing.assert_array_equal(on_gpu.labels_, on_cpu.labels_, err_msg=f"eps={eps!r}")
             np.testing.assert_array_equal(on_gpu.core_sample_indices_, on_cpu.core_sample_indices_)
+            # the tree's edges within eps (the teaching view's layer): a spanning forest of each cluster's cores
+            # (tied weights may pick other edges than the CPU's, never another number of them)
+            u, v = on_gpu.joining_edges_
+            cores, labels = on_gpu.core_sample_indices_, on_gpu.labels_
+            assert np.isin(u, cores).all() and np.isin(v, cores).all() and (labels[u] == labels[v]).all()
+            assert u.size == cores.size - np.unique(labels[cores]).size == on_cpu.joining_edges_[0].size
     hdbscan_cpu = HDBSCAN(min_cluster_size=25, backend="cpu").fit(points)
     hdbscan_gpu = HDBSCAN(min_cluster_size=25, backend="gpu").fit(points)
     np.testing.assert_array_equal(hdbscan_gpu.labels_, hdbscan_cpu.labels_)
