@@ -156,14 +156,23 @@ def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5
     """A click in the 2-D view -> the point's circle, rings and arrows drawn; the step-through's next step ->
     redrawn; on n points (a teacher's data set)."""
     path = folder / f"teaching_{n}.csv"
-    blobs(n, seed=2).to_csv(path, index=False)
+    # points everywhere, so that every click lands on one; and blobs for the screenshot
+    points = np.random.default_rng(2).uniform(-20, 20, (n, 2)) if shots is None else blobs(n, seed=2).to_numpy()
+    pd.DataFrame(points.astype(np.float32), columns=["x", "y"]).to_csv(path, index=False)
     server = Server(str(path), "--backend", "cpu")
     try:
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         open_app(page, server.url)
         view = plot_canvas(page, "Points by cluster")
         spots = [(0.3 + 0.1 * (r % 5), 0.3 + 0.08 * (r % 4)) for r in range(repeats)]  # a new point each time
-        click_s = [time_until_changed(page, view, lambda spot=spot: click_at(page, view, *spot)) for spot in spots]
+        click_s = []
+        for fx, fy in spots:
+            # the mouse rests on the point first: the ring that follows the mouse is drawn before the timing starts
+            box = view.bounding_box()
+            x, y = box["x"] + fx * box["width"], box["y"] + fy * box["height"]
+            page.mouse.move(x, y)
+            page.wait_for_timeout(1000)
+            click_s.append(time_until_changed(page, view, lambda x=x, y=y: page.mouse.click(x, y)))
         page.get_by_role("button", name="Pick top γ").click()
         page.wait_for_timeout(1500)
         page.locator("div.bk-Checkbox", has_text="Step through").locator("input").check()
@@ -176,7 +185,7 @@ def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5
             page.get_by_text(re.compile("Labels")).first.wait_for(timeout=60_000)
             page.locator("div.bk-Checkbox", has_text="Step through").locator("input").uncheck()
             page.locator("div.bk-Checkbox", has_text="parent forest").locator("input").check()
-            click_at(page, view, 0.45, 0.45)
+            click_at(page, view, 0.43, 0.27)  # a point at the edge of the top left blob
             page.wait_for_timeout(3000)
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=shots / "app-teaching.png")
