@@ -40,6 +40,7 @@ class Dataset:
     available: tuple[str, ...] = ()  # every numeric column of the source: the features one may choose
     standardized: bool = False  # each feature z-scored
     embeddings: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # 2-D views computed on request
+    base: Dataset | None = None  # the shared data set this one's points were edited from (a session's own), if any
 
     @property
     def n_points(self) -> int:
@@ -55,6 +56,19 @@ class Dataset:
         if "t-SNE" not in self.embeddings:
             self.embeddings["t-SNE"] = tsne_2d(self.points.values)
         return "t-SNE 1", "t-SNE 2"
+
+    def edited(self, indexed: IndexedPoints) -> Dataset:
+        """This data set after points were inserted or deleted in ``indexed`` (a session's own copy of the index;
+        the shared data set stays as it was). Points keep their rows; inserted ones count on past the file's last
+        row. There is no ground truth for the new points, nor another reading of the source."""
+        base = self.base or self
+        first, file_rows = base.n_points, base.points.rows
+        order = indexed.rows  # 0..first-1 for the base's points, then counting on
+        rows = np.where(order < first, file_rows[np.minimum(order, first - 1)], file_rows.max(initial=-1) + 1 + order - first)
+        points = Points(indexed.backend.to_numpy(indexed.points), base.points.columns, rows, base.points.dropped_rows)
+        projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))
+        return Dataset(f"{base.key}|edited", f"{base.name} (edited)", points, indexed, projection, None, None,
+                       base.points.columns, base.standardized, base=base)  # fmt: skip
 
     def default_axes(self) -> tuple[str, str]:
         return self.points.columns[:2] if len(self.points.columns) == 2 else PCA_AXES
@@ -113,6 +127,9 @@ class DatasetCache:
         """The same source with other feature columns (in the order given) and/or each z-scored, as the CLI's
         ``--columns`` and ``--standardize`` read it; an upload's content is kept for this while it is cached."""
         columns = tuple(columns)
+        if dataset.base is not None:
+            raise DataError("points were added or deleted on this page: choose the data set in the list again to "
+                            "read it with other features (the edits are not kept)")  # fmt: skip
         if not columns:
             raise DataError("choose at least one feature column")
         unknown = [c for c in columns if c not in dataset.available]

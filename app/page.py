@@ -47,8 +47,10 @@ PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computi
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
-LATER = ("Streaming points in and adding or deleting points by click are not on this page yet; the engine can "
-         "(DensityPeaks.partial_fit and delete, and dpstudio stream).")  # fmt: skip
+LATER = ("Streaming points in is not on this page yet; the engine can (DensityPeaks.partial_fit and delete, and "
+         "dpstudio stream).")  # fmt: skip
+CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
+LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
@@ -134,6 +136,8 @@ class StudioPage:
         self.halo = pn.widgets.Checkbox(name="Grey out the halo (cluster borders)")
         self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
         self.forest = pn.widgets.Checkbox(name="Every arrow (the parent forest)")
+        self.click_mode = pn.widgets.RadioButtonGroup(name="A click in the 2-D view", options=CLICK_MODES)
+        self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES)
         self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
         self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.stepping = pn.widgets.Checkbox(name="Step through the algorithm")
@@ -197,7 +201,7 @@ class StudioPage:
         self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
         teaching = self.teaching
         # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
-        self.plots.view_tap.add_subscriber(lambda x, y: self.follow("Explaining", self._explain_at, (x, y)))
+        self.plots.view_tap.add_subscriber(self._view_clicked)
         self.forest.param.watch(lambda e: e.new != teaching.forest and self._start("Drawing the arrows", teaching.show_forest, e.new), "value")
         self.edges.param.watch(lambda e: e.new != teaching.edges and self._start("Drawing the edges", teaching.show_edges, e.new), "value")
         self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self.follow("Stepping", teaching.go_to_step, 0 if e.new else None), "value")
@@ -207,7 +211,7 @@ class StudioPage:
         self.gamma_plot.tap.add_subscriber(lambda x, y: self._pick_by_rank(self.gamma_plot.clicked_count(x)))
         for plot, pointer in (("view", self.plots.view_pointer), ("graph", self.plots.graph_pointer)):
             pointer.add_subscriber(lambda x, y, plot=plot: self.follow(f"Pointing at the {plot}", self._point_at, (plot, x, y), keep_alert=True))
-        self.plots.view_lasso.add_subscriber(lambda geometry: self._start("Selecting", studio.select_in_view, geometry))
+        self.plots.view_lasso.add_subscriber(self._view_lassoed)
         self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None))
         studio.param.watch(self._show_pointed, ["pointed"])
         studio.param.watch(self._show_selected, ["selected"])
@@ -246,6 +250,11 @@ class StudioPage:
             pn.pane.Markdown("Click a point in the 2-D view: its dc circle, the points its ρ counts, and its arrows "
                              "to the nearest denser point and on to its center.", css_classes=["dp-status"]),
             self.forest, self.stepping, self.player, self.teaching_size_note,
+            "### Points",
+            pn.pane.Markdown("Add a point with a click, or delete points with a lasso, in the 2-D view: the "
+                             "incremental engine updates ρ, δ and the labels at once. The edits are this page's own; "
+                             "choosing the data set again gives it back as it was.", css_classes=["dp-status"]),
+            self.click_mode, self.lasso_mode,
             sizing_mode="stretch_width",
         )  # fmt: skip
         sidebar = pn.Column(
@@ -386,6 +395,22 @@ class StudioPage:
         ranges = self.plots.view_ranges if plot == "view" else self.plots.graph_ranges
         self.studio.point_at(plot, x, y, ranges.x_range, ranges.y_range)
 
+    def _view_clicked(self, x: float | None, y: float | None) -> None:
+        if self.click_mode.value == "add" and x is not None and y is not None:
+            self._start("Adding a point", self._edit_points, self.studio.add_point, x, y)
+        else:  # quiet and coalesced (follow): drawn at once, with no progress bar flashing
+            self.follow("Explaining", self._explain_at, (x, y))
+
+    def _view_lassoed(self, geometry) -> None:
+        if self.lasso_mode.value == "select":
+            self._start("Selecting", self.studio.select_in_view, geometry)
+        elif geometry is not None and len(geometry) >= 3:  # fewer vertices: a click, which the click mode handles
+            self._start("Deleting points", self._edit_points, self.studio.delete_in_view, geometry)
+
+    def _edit_points(self, edit: Callable, *args) -> None:
+        edit(*args)
+        self._show_dataset()
+
     def _explain_at(self, where: tuple[float | None, float | None]) -> None:
         (x, y), ranges = where, self.plots.view_ranges
         self.teaching.explain_at(x, y, ranges.x_range, ranges.y_range)
@@ -445,7 +470,8 @@ class StudioPage:
         scaled = ", standardized" if dataset.standardized else ""
         self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{scaled}{dropped}"
         your_file = [self._choice(self._your_file)] if self._your_file else []
-        self.sample.param.update(options=[*sample_data.SAMPLES, *your_file], value=self._choice(dataset))
+        edited = [dataset.name] if dataset.base is not None else []
+        self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._choice(dataset))
         self.save_session.filename = saved_name(self.studio)
         self.features.param.update(options=list(dataset.available), value=list(points.columns))
         self.standardize.value = dataset.standardized

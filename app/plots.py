@@ -37,7 +37,7 @@ PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 PLOT_SIZE = (560, 460)
 MARKER_SIZE = 16  # pixels across a center marker
-POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "fill_alpha": 0.0, "line_color": "black", "line_width": 2.5}  # a ring
+POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_alpha": 0.0, "line_width": 2.5}  # a ring
 
 
 def colour_codes(labels: np.ndarray) -> pd.Categorical:

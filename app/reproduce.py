@@ -60,6 +60,8 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
                  "--min-samples", str(hdbscan.min_samples), "--selection", hdbscan.selection]  # fmt: skip
         if hdbscan.hand_picked:
             note = "  # gives the rule's clusters: clusters picked on the tree are kept only in a saved session"
+    if dataset.base is not None:
+        note = "  # points were added or deleted on the page: this clusters the file as it is, not the edited points"
     return shlex.join([*args, "--out", out]) + note
 
 

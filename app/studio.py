@@ -65,11 +65,7 @@ class Studio(param.Parameterized):
         for state in self.states.values():
             if state is not self.active:
                 state.close()  # their results belong to the old data set
-        x_axis, y_axis = dataset.default_axes()
-        with param.edit_constant(self):
-            self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
-            self.param.update(dataset=dataset, x_axis=x_axis, y_axis=y_axis, pinned=None, colour_by="clusters",
-                              pointed=None, selected=None, revision=self.revision + 1)  # fmt: skip
+        self._show_dataset(dataset, dataset.default_axes())
 
     def set_method(self, method: str, progress=None) -> None:
         """Show another method on the same data set, index and 2-D view."""
@@ -125,6 +121,45 @@ class Studio(param.Parameterized):
             selected = inside_lasso(*self.plot_coordinates("view"), vertices)
         with param.edit_constant(self):
             self.selected = selected
+
+    def add_point(self, x: float, y: float) -> None:
+        """Insert a point where the 2-D view was clicked, with DPC's incremental engine (the view must show the
+        data's two features, so that the click is a point of the data's space)."""
+        columns = self.dataset.points.columns
+        if len(columns) != 2 or {self.x_axis, self.y_axis} != set(columns):
+            raise ValueError(f"a click adds a point where the 2-D view shows the data's two features ({', '.join(columns[:2])}"
+                             f"{', ...' if len(columns) > 2 else ''}); this one shows {self.x_axis} and {self.y_axis}")  # fmt: skip
+        at = {self.x_axis: x, self.y_axis: y}
+        point = np.array([[at[name] for name in columns]], np.float64)
+        self._edit(lambda model: model.partial_fit(point))
+
+    def delete_in_view(self, geometry) -> None:
+        """Delete the points inside a lasso drawn on the 2-D view, with DPC's incremental engine."""
+        vertices = np.asarray(geometry if geometry is not None else [], dtype=np.float64)
+        if vertices.ndim != 2 or vertices.shape[0] < 3:
+            raise ValueError("draw a lasso around the points to delete")
+        inside = np.flatnonzero(inside_lasso(*self.plot_coordinates("view"), vertices))
+        if not inside.size:
+            raise ValueError("no points inside the lasso: nothing was deleted")
+        self._edit(lambda model: model.delete(inside))
+
+    def _edit(self, change) -> None:
+        """Points added or deleted: DPC updates in place; the other methods compute again when next shown."""
+        if self.method != "dpc":
+            raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
+        self.dpc.edit(change, self.dataset.edited)
+        dataset = self.dpc.dataset
+        for state in (self.dbscan, self.hdbscan):
+            state.close()
+        axes = (self.x_axis, self.y_axis) if {self.x_axis, self.y_axis} <= set(dataset.axes) else dataset.default_axes()
+        self._show_dataset(dataset, axes)
+
+    def _show_dataset(self, dataset: Dataset, axes: tuple[str, str]) -> None:
+        """Another data set (or the same one edited) on these axes; the pin, colouring and selection are reset."""
+        with param.edit_constant(self):
+            self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
+            self.param.update(dataset=dataset, x_axis=axes[0], y_axis=axes[1], pinned=None, colour_by="clusters",
+                              pointed=None, selected=None, revision=self.revision + 1)  # fmt: skip
 
     def point_facts(self, i: int) -> dict:
         """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""

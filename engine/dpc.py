@@ -328,6 +328,13 @@ class DensityPeaks(IndexedEstimator):
         return self._backend.to_numpy(self._labels)
 
     @property
+    def chosen_centers_(self) -> np.ndarray | None:
+        """The centers as chosen (``centers_`` without the densest point the labelling adds unchosen), after any
+        update's renumbering; None for the automatic clustering."""
+        self._require_fit()
+        return None if self._chosen is None else np.asarray(self._chosen).copy()
+
+    @property
     def halo_(self) -> np.ndarray:
         """Halo mask for the current labels, computed on first use (it costs a range query per point)."""
         self._require_fit()

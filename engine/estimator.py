@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any
 
@@ -50,6 +51,17 @@ class IndexedEstimator(ParamsMixin):
             self.timings_["index"] = self.indexed_.index_seconds
         self._backend = self.indexed_.backend
         self.n_features_in_ = self.indexed_.n_dims
+
+    def __deepcopy__(self, memo: dict):
+        """A copy fitted on its own copy of ``indexed_`` (updates to one leave the other as it was); the backend
+        module is shared (a module cannot be copied)."""
+        if hasattr(self, "_backend"):
+            memo[id(self._backend)] = self._backend
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in vars(self).items():
+            setattr(clone, name, copy.deepcopy(value, memo))
+        return clone
 
     def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
         return self.fit(X, progress=progress).labels_

@@ -16,6 +16,7 @@ points arrived: 0..N-1 for the first ones, then counting on).
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections import OrderedDict
@@ -100,6 +101,19 @@ class IndexedPoints:
         self._trees: OrderedDict[int, SpanningTree] = OrderedDict()
         # One computation at a time: two sessions asking for the same dc compute it once.
         self._lock = threading.RLock()
+
+    def __deepcopy__(self, memo: dict) -> IndexedPoints:
+        """An independent copy (its own points, tree and caches) to insert into or delete from while others keep
+        using this one: an estimator deep-copied with it works on the copy. The backend is shared."""
+        memo[id(self.backend)] = self.backend
+        clone = object.__new__(IndexedPoints)
+        memo[id(self)] = clone
+        with self._lock:
+            for name, value in vars(self).items():
+                if name != "_lock":
+                    setattr(clone, name, copy.deepcopy(value, memo))
+        clone._lock = threading.RLock()
+        return clone
 
     @property
     def n_points(self) -> int:

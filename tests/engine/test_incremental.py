@@ -256,3 +256,27 @@ def test_the_automatic_clustering_is_computed_again_after_an_update(rng):
     np.testing.assert_array_equal(dp.labels_, fresh.labels_)
     np.testing.assert_array_equal(dp.centers_, fresh.centers_)
     assert dp.changes_["clusters"] == len(fresh.centers_)
+
+
+@pytest.mark.parametrize("case", ["blobs", "with_duplicates"])
+def test_a_copied_estimator_updates_its_own_index_and_leaves_the_shared_one(case, backend, rng):
+    """A browser session edits its own copy (``copy.deepcopy``): the copy equals a fresh fit on the edited points,
+    and the shared index and the estimator copied from it keep every result they had."""
+    import copy
+
+    points = CASES[case](rng).astype(np.float32)[:600]
+    shared = IndexedPoints(points, backend=backend)
+    original = DensityPeaks(dc_percent=3, suggest="gamma").fit(shared)
+    before = {name: getattr(original, name).copy() for name in ("rho_", "delta_", "parent_", "labels_")}
+    coords = on_host(shared.index).coords.copy()
+    edited = copy.deepcopy(original)
+    assert edited.indexed_ is not shared and edited.indexed_.backend is shared.backend
+    added = rng.normal(size=(25, points.shape[1])).astype(np.float32)
+    edited.partial_fit(added)
+    mapping = edited.delete(np.arange(0, 60, 4))
+    current = np.concatenate((points, added))[mapping >= 0]
+    assert_matches(edited, current, edited.chosen_centers_)
+    assert shared.n_points == points.shape[0] and np.array_equal(on_host(shared.index).coords, coords)
+    for name, values in before.items():
+        np.testing.assert_array_equal(getattr(original, name), values, err_msg=name)
+    np.testing.assert_array_equal(DensityPeaks(dc=original.dc_, suggest="gamma").fit(shared).rho_, before["rho_"])

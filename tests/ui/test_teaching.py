@@ -1,6 +1,6 @@
 """The teaching view in a real browser: a click explains a point (circle, rings, arrows, the same point ringed on
-the decision graph; DBSCAN's core, border or noise and its tree's edges), the parent forest, and the
-step-through with its buttons; wrong clicks on the way."""
+the decision graph; DBSCAN's core, border or noise and its tree's edges), the parent forest, the
+step-through with its buttons, and points added by a click and deleted by a lasso; wrong clicks on the way."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .test_app import TIMEOUT_MS, open_app, plot_canvas
+from .test_app import TIMEOUT_MS, lasso, open_app, plot_canvas
 from .test_views import choose_method, click_at, switch_to_dbscan
 
 pytestmark = pytest.mark.browser
@@ -78,3 +78,27 @@ def test_the_forest_and_the_step_through(page: Page, server):
     expect(step).to_contain_text("Labels", timeout=TIMEOUT_MS)
     checkbox(page, "Step through").uncheck()
     expect(step).to_be_hidden(timeout=TIMEOUT_MS)
+
+
+def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
+    open_app(page, server.url)
+    info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
+    count = lambda: int(re.search(r"([\d,]+) points", info.inner_text()).group(1).replace(",", ""))  # noqa: E731
+    expect(info).to_contain_text("2,300 points", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Click adds a point").click()
+    view = plot_canvas(page, "Points by cluster")
+    click_at(page, view, 0.15, 0.12)  # where there was no point
+    expect(info).to_contain_text("blobs (edited): 2,301 points", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Lasso deletes").click()
+    view.scroll_into_view_if_needed()  # the mode's button is lower down the sidebar: the drag must land on the plot
+    lasso(page, view, [(0.4, 0.4), (0.6, 0.4), (0.6, 0.6), (0.4, 0.6)])
+    expect(info).not_to_contain_text("2,301 points", timeout=TIMEOUT_MS)
+    assert count() < 2301
+    # a lasso in the plot's corner holds no point: said, and nothing changes
+    left = count()
+    lasso(page, view, [(0.82, 0.8), (0.9, 0.8), (0.9, 0.88), (0.82, 0.88)])
+    expect(page.get_by_text("no points inside the lasso")).to_be_visible(timeout=TIMEOUT_MS)
+    assert count() == left
+    # choosing the data set again gives it back as it was
+    page.locator("select").first.select_option("blobs")
+    expect(info).to_contain_text("blobs: 2,300 points", timeout=TIMEOUT_MS)

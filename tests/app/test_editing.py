@@ -1,0 +1,101 @@
+"""Points added by a click and deleted by a lasso on the 2-D view, without a browser: the session's result equals
+a fresh fit on the edited points, and the shared data set (other sessions') stays as it was."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpstudio.app.datasets import DatasetCache
+from dpstudio.app.reproduce import command_line
+from dpstudio.app.studio import Studio
+from dpstudio.engine import DataError, DensityPeaks
+
+
+@pytest.fixture(scope="module")
+def cache():
+    return DatasetCache(max_datasets=2, backend="cpu")
+
+
+@pytest.fixture
+def studio(cache):
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    return studio
+
+
+def assert_fresh(studio):
+    """The session's DPC equals a fit from scratch on the points it shows, with its dc and chosen centers."""
+    model = studio.dpc.model
+    fresh = DensityPeaks(dc=model.dc_, suggest="gamma", backend="cpu").fit(studio.dataset.points.values)
+    chosen = model.chosen_centers_
+    fresh.assign(centers=chosen) if chosen is not None else None
+    for name in ("rho_", "delta_", "parent_"):
+        np.testing.assert_array_equal(getattr(model, name), getattr(fresh, name), err_msg=name)
+    if chosen is not None:
+        np.testing.assert_array_equal(model.labels_, fresh.labels_)
+
+
+def square_around(x, y, half):
+    return [(x - half, y - half), (x + half, y - half), (x + half, y + half), (x - half, y + half)]
+
+
+def test_a_click_adds_a_point_and_a_lasso_deletes_points(cache, studio):
+    shared = studio.dataset
+    shared_rho = studio.dpc.model.rho_.copy()
+    studio.dpc.pick_count(5)
+    n = shared.n_points
+    studio.add_point(0.5, -0.25)
+    edited = studio.dataset
+    assert edited.n_points == n + 1 and edited.base is shared and edited.name == "blobs (edited)"
+    np.testing.assert_array_equal(edited.points.values[-1], np.float32([0.5, -0.25]))
+    assert edited.points.rows[-1] == shared.points.rows.max() + 1  # the new point's row counts on past the file
+    assert len(studio.dpc.centers) == 5 and studio.dpc.centers_picked  # the picks stay picked
+    assert_fresh(studio)
+    x, y = studio.plot_coordinates("view")
+    inside = square_around(float(x[10]), float(y[10]), 0.4)
+    doomed = studio.dataset.points.rows[(np.abs(x - x[10]) < 0.4) & (np.abs(y - y[10]) < 0.4)]
+    studio.delete_in_view(inside)
+    assert studio.dataset.n_points == n + 1 - doomed.size and not np.isin(doomed, studio.dataset.points.rows).any()
+    assert_fresh(studio)
+    assert len(studio.dpc.labels_table()) == studio.dataset.n_points  # the download follows the edits
+    assert "points were added or deleted on the page" in command_line(studio)
+    # the shared data set, and a session opening on it, never saw the edits
+    assert shared.n_points == n and shared.indexed.n_points == n
+    other = Studio()
+    other.load(cache.sample("blobs"))
+    assert other.dataset is shared
+    np.testing.assert_array_equal(other.dpc.model.rho_, shared_rho)
+
+
+def test_edits_of_the_automatic_clusters_and_other_methods(studio):
+    studio.add_point(1.0, 1.0)
+    assert not studio.dpc.centers_picked  # the automatic clusters, computed again for the new points
+    assert_fresh(studio)
+    studio.set_method("dbscan")  # the other methods work on the edited points
+    assert studio.dbscan.model.indexed_.n_points == studio.dataset.n_points
+    with pytest.raises(ValueError, match="while DPC is shown"):
+        studio.add_point(0.0, 0.0)
+    studio.set_method("dpc")
+    studio.add_point(0.0, 0.0)  # a second edit goes on with the same private copy
+    assert studio.dataset.base.base is None and studio.dataset.n_points == studio.dataset.base.n_points + 2
+
+
+def test_wrong_edits_say_why_and_change_nothing(cache, studio):
+    before = studio.dataset
+    studio.param.update(x_axis="PC1", y_axis="PC2")
+    with pytest.raises(ValueError, match="shows the data's two features"):
+        studio.add_point(0.0, 0.0)
+    with pytest.raises(ValueError, match="no points inside the lasso"):
+        studio.delete_in_view(square_around(1e6, 1e6, 1.0))
+    with pytest.raises(ValueError, match="draw a lasso"):
+        studio.delete_in_view([(0.0, 0.0)])
+    x, y = studio.plot_coordinates("view")
+    everything = square_around(0.0, 0.0, 10 * float(max(np.ptp(x), np.ptp(y))))
+    with pytest.raises(DataError, match="fewer than 2"):
+        studio.delete_in_view(everything)
+    assert studio.dataset is before and studio.dpc.model.indexed_ is before.indexed
+    studio.param.update(x_axis="x", y_axis="y")
+    studio.add_point(0.0, 0.0)
+    with pytest.raises(DataError, match="choose the data set in the list again"):
+        cache.features(studio.dataset, ["x"], standardize=False)
