@@ -14,7 +14,7 @@ from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, Dens
 from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
-from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice
+from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice, describe_changes
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -248,9 +248,7 @@ def _stream_header(first: dict, points, n: int) -> str:
 
 
 def _stream_line(row: dict) -> str:
-    changes = [f"{name} {row[name]}" for name in ("appeared", "vanished", "merged", "split") if row[name]]
-    changes.append(f"{row['moved']} points moved")
-    return f"{row['batch']:>6} {row['size']:>6} {row['n_points']:>9} {row['clusters']:>8} {row['update_ms']:>10.2f}  {', '.join(changes)}"
+    return f"{row['batch']:>6} {row['size']:>6} {row['n_points']:>9} {row['clusters']:>8} {row['update_ms']:>10.2f}  {describe_changes(row)}"
 
 
 def _density_peaks(args, values, progress):

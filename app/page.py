@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+import pandas as pd
 import panel as pn
 from panel.links import Callback
 
@@ -33,6 +34,7 @@ from .plots import MAX_MARKERS, SessionPlots
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
+from .streaming import BASE_PERCENT, Streaming
 from .sweep_plot import SweepPlot
 from .teaching import TEACHING_MAX, Teaching
 from .teaching_plot import TeachingPlots
@@ -47,8 +49,6 @@ PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computi
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
-LATER = ("Streaming points in is not on this page yet; the engine can (DensityPeaks.partial_fit and delete, and "
-         "dpstudio stream).")  # fmt: skip
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
 CSS = """
@@ -89,6 +89,8 @@ class StudioPage:
         self.gamma_plot = GammaPlot(self.session)
         self.teaching = Teaching(self.studio)
         self.teaching_plots = TeachingPlots(self.teaching)
+        self.streaming = Streaming(self.studio)
+        self._playing = None  # the periodic callback that plays the stream
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -137,6 +139,14 @@ class StudioPage:
         self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
         self.forest = pn.widgets.Checkbox(name="Every arrow (the parent forest)")
         self.click_mode = pn.widgets.RadioButtonGroup(name="A click in the 2-D view", options=CLICK_MODES)
+        self.stream_percent = pn.widgets.FloatInput(name="Start with (% of the points)", value=BASE_PERCENT, start=0.1, end=99.9, width=130)
+        self.stream_start = pn.widgets.Button(name="Start a stream", align="end")
+        self.batch_size = pn.widgets.IntInput(name="Points per batch", value=100, start=1, width=130)
+        self.stream_next = pn.widgets.Button(name="Next batch", disabled=True, align="end")
+        self.stream_play = pn.widgets.Toggle(name="▶ Play", disabled=True)
+        self.stream_undo = pn.widgets.Button(name="Take the last batch out", disabled=True)
+        self.stream_note = pn.pane.Markdown(css_classes=["dp-status"])
+        self.stream_log = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=260)
         self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES)
         self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
         self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
@@ -207,6 +217,11 @@ class StudioPage:
         self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self.follow("Stepping", teaching.go_to_step, 0 if e.new else None), "value")
         self.player.param.watch(lambda e: teaching.step not in (None, e.new) and self.follow("Stepping", teaching.go_to_step, e.new), "value")
         teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "step"])
+        self.stream_start.on_click(lambda e: self._start("Starting the stream", self.streaming.start, self.stream_percent.value))
+        self.stream_next.on_click(lambda e: self._start("Streaming a batch in", self.streaming.next_batch, self.batch_size.value))
+        self.stream_undo.on_click(lambda e: self._start("Taking the last batch out", self.streaming.delete_last))
+        self.stream_play.param.watch(self._play, "value")
+        self.streaming.param.watch(self._show_stream, ["log", "streamed"])
         self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y))
         self.gamma_plot.tap.add_subscriber(lambda x, y: self._pick_by_rank(self.gamma_plot.clicked_count(x)))
         for plot, pointer in (("view", self.plots.view_pointer), ("graph", self.plots.graph_pointer)):
@@ -215,6 +230,7 @@ class StudioPage:
         self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None))
         studio.param.watch(self._show_pointed, ["pointed"])
         studio.param.watch(self._show_selected, ["selected"])
+        studio.param.watch(lambda e: self._show_dataset(), ["dataset"])  # loaded, edited or streamed
         self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest))
         self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value))
         self.clear.on_click(lambda e: self._start("Relabelling", session.clear))
@@ -246,27 +262,37 @@ class StudioPage:
                              "and above the click become the centers (the original paper's rectangle). Or click a rank "
                              "on the γ plot.", css_classes=["dp-status"]),
             self.suggest, pn.Row(self.n_clusters, self.pick), pn.Row(self.clear, self.undo),
-            "### Teaching",
+            sizing_mode="stretch_width",
+        )  # fmt: skip
+        teach = pn.Column(
             pn.pane.Markdown("Click a point in the 2-D view: its dc circle, the points its ρ counts, and its arrows "
                              "to the nearest denser point and on to its center.", css_classes=["dp-status"]),
-            self.forest, self.stepping, self.player, self.teaching_size_note,
-            "### Points",
+            self.forest, self.stepping, self.player, self.teaching_size_note, sizing_mode="stretch_width",
+        )  # fmt: skip
+        edit = pn.Column(
             pn.pane.Markdown("Add a point with a click, or delete points with a lasso, in the 2-D view: the "
                              "incremental engine updates ρ, δ and the labels at once. The edits are this page's own; "
                              "choosing the data set again gives it back as it was.", css_classes=["dp-status"]),
             self.click_mode, self.lasso_mode,
-            sizing_mode="stretch_width",
+            "#### Stream",
+            pn.pane.Markdown("Replay the data set as a stream: a fit on its first points, then batches inserted by "
+                             "the incremental engine, at a fixed dc. The log is under the plots.",
+                             css_classes=["dp-status"]),
+            pn.Row(self.stream_percent, self.stream_start), pn.Row(self.batch_size, self.stream_next),
+            pn.Row(self.stream_play, self.stream_undo), self.stream_note, sizing_mode="stretch_width",
         )  # fmt: skip
+        # dynamic: a tab's widgets are made when it is first opened (a page that built them all opened slower)
+        self.dpc_panel = pn.Tabs(("Clusters", self.dpc_controls), ("Teach", teach), ("Edit & stream", edit),
+                                 dynamic=True, sizing_mode="stretch_width")  # fmt: skip
         sidebar = pn.Column(
             "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.features, self.standardize,
             self.use_features, self.x_axis, self.y_axis, self.embed,
-            "### Method", self.method, self.dpc_controls, self.dbscan.panel, self.hdbscan.panel,
+            "### Method", self.method, self.dpc_panel, self.dbscan.panel, self.hdbscan.panel,
             "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
             pn.Row(self.pin, self.unpin),
             "### Results", self.download_csv, self.download_parquet, self.save_session,
             self.load_session, self.command, self.copy_command,
             pn.pane.Markdown(f"Engine: **{backend}**", css_classes=["dp-status"]),
-            pn.pane.Markdown(LATER, css_classes=["dp-status"]),
             width=330,
         )  # fmt: skip
         # plots hidden at first join the page when first shown: each costs its Bokeh models on the server and a
@@ -306,10 +332,17 @@ class StudioPage:
             pn.pane.HoloViews(self.plots.data_view() * self.teaching_plots.view_layers(), sizing_mode="stretch_width", name="data-view"),
             sizing_mode="stretch_width",
         )
+        self.stream_section = Deferred(lambda: [
+            pn.pane.Markdown("### Stream log", margin=(0, 10)),
+            pn.pane.Markdown("Per batch: the points it put in (or took out), the points and clusters after it, the "
+                             "time the session took for it, and what it did to the clusters (as `dpstudio stream` "
+                             "says it).", css_classes=["dp-status"]),
+            self.stream_log,
+        ])  # fmt: skip
         main = pn.Column(
             self.alert, self.pending, self.work.busy, self.work.progress,
             pn.Row(self.pointed_note, self.selected_note, self.clear_selection, sizing_mode="stretch_width"),
-            self.explained_note, self.step_note, plots,
+            self.explained_note, self.step_note, plots, self.stream_section.column,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
             pn.Column("### Comparison with the pinned clustering", self.comparison.column, sizing_mode="stretch_width"),
             pn.Row(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
@@ -397,7 +430,7 @@ class StudioPage:
 
     def _view_clicked(self, x: float | None, y: float | None) -> None:
         if self.click_mode.value == "add" and x is not None and y is not None:
-            self._start("Adding a point", self._edit_points, self.studio.add_point, x, y)
+            self._start("Adding a point", self.studio.add_point, x, y)
         else:  # quiet and coalesced (follow): drawn at once, with no progress bar flashing
             self.follow("Explaining", self._explain_at, (x, y))
 
@@ -405,11 +438,34 @@ class StudioPage:
         if self.lasso_mode.value == "select":
             self._start("Selecting", self.studio.select_in_view, geometry)
         elif geometry is not None and len(geometry) >= 3:  # fewer vertices: a click, which the click mode handles
-            self._start("Deleting points", self._edit_points, self.studio.delete_in_view, geometry)
+            self._start("Deleting points", self.studio.delete_in_view, geometry)
 
-    def _edit_points(self, edit: Callable, *args) -> None:
-        edit(*args)
-        self._show_dataset()
+    def _play(self, event) -> None:
+        """Play the stream: a batch a second (a slower batch makes the next ones wait, not pile up)."""
+        if event.new and self._playing is None:
+            self._playing = pn.state.add_periodic_callback(self._play_batch, period=1000)
+        elif not event.new and self._playing is not None:
+            self._playing.stop()
+            self._playing = None
+
+    def _play_batch(self) -> None:
+        if self.streaming.remaining and self.studio.method == "dpc":
+            self.follow("Streaming", self.streaming.next_batch, self.batch_size.value)
+        else:
+            self.stream_play.value = False
+
+    def _show_stream(self, *events) -> None:
+        streaming, on = self.streaming, self.streaming.streamed is not None
+        self.stream_next.disabled = self.stream_play.disabled = not (on and streaming.remaining)
+        self.stream_undo.disabled = not streaming.batches
+        if not on:
+            self.stream_play.value = False
+        self.stream_note.object = (f"**{streaming.streamed:,}** points in, **{streaming.remaining:,}** to come" if on else "")
+        self.stream_section.show(on)
+        if on:
+            self.stream_log.value = pd.DataFrame(
+                [{"batch": row.number, "points in": row.added, "points": row.n_points, "clusters": row.clusters,
+                  "ms": round(row.milliseconds, 1), "what changed": row.changes} for row in reversed(streaming.log)])  # fmt: skip
 
     def _explain_at(self, where: tuple[float | None, float | None]) -> None:
         (x, y), ranges = where, self.plots.view_ranges
@@ -456,7 +512,6 @@ class StudioPage:
 
     def _load(self, dataset: Dataset, progress=None) -> None:
         self.studio.load(dataset, progress=progress)
-        self._show_dataset()
 
     # showing the state --------------------------------------------------------------------------------------
     def _show_progress(self, activity: Activity, phase: str, fraction: float) -> None:
@@ -561,7 +616,7 @@ class StudioPage:
         self.method.value = studio.method
         self.colour_by.param.update(value=studio.colour_by, disabled=studio.dataset.truth is None)
         self.unpin.disabled = studio.pinned is None
-        for name, controls in (("dpc", self.dpc_controls), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
+        for name, controls in (("dpc", self.dpc_panel), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
             controls.visible = self.sensitivity[name].visible = name == studio.method
             self.method_plots[name].show(name == studio.method)
         self.eps_curves.show(studio.method == "dbscan")
@@ -629,6 +684,8 @@ class StudioPage:
         """The browser went away: drop this session's arrays (the shared data set stays in the cache), and let go
         of what keeps the page alive after its session: the plots' streams, and Panel's registry of JS callbacks
         (weakly keyed, but each callback refers back to its widget, like the dc slider's text box)."""
+        if self._playing is not None:
+            self._playing.stop()
         self.studio.close()
         for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot, self.gamma_plot, self.teaching_plots):
             plots.close()
@@ -646,8 +703,14 @@ class Deferred:
         self._make: Callable[[], list[pn.viewable.Viewable]] | None = make
 
     def show(self, visible: bool) -> None:
-        if visible and self._make is not None:
-            self.column.objects, self._make = self._make(), None
+        make, self._make = (self._make, None) if visible else (None, self._make)
+        # on the event loop, with the document locked: a worker thread (a method switch) building the plots
+        # while the loop renders the page corrupts their Bokeh models
+        pn.state.execute(partial(self._show, make, visible))
+
+    def _show(self, make: Callable[[], list[pn.viewable.Viewable]] | None, visible: bool) -> None:
+        if make is not None:
+            self.column.objects = make()
         self.column.visible = visible
 
 

@@ -124,22 +124,24 @@ class ClusteringSession(MethodState):
 
     def edit(self, change: Callable[[DensityPeaks], object], edited: Callable) -> None:
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy
-        of the model and index (the first edit copies them; other sessions keep the shared ones as they were), then
-        ``edited(index)`` gives the data set shown. dc stays; picked centers stay picked (a deleted one drops out)
-        and the automatic clusters are computed again. The undo history and the sweep are dropped: their point
-        indices are gone."""
+        of the model and index (the first edit copies them; other sessions keep the shared ones as they were), or
+        returns another DensityPeaks, of the data set's first points, to show instead (a stream's start); then
+        ``edited(index)`` gives the data set shown. dc stays (now set directly); picked centers stay picked (a
+        deleted one drops out) and the automatic clusters are computed again. The undo history and the sweep are
+        dropped: their point indices are gone."""
         model = self._require_data()
         if self.dataset.base is None:
             model = copy.deepcopy(model)
-        change(model)
+        replacement = change(model)
+        model = replacement if isinstance(replacement, DensityPeaks) else model
         chosen = model.chosen_centers_
         picks = None
         if chosen is not None:
             delta_min = float(model.delta_[chosen].min()) if chosen.size else np.inf
             picks = Picks(chosen, model.kernel_, model.dc_, delta_min)
         self._model, self._history = model, []
-        with param.edit_constant(self):
-            self.param.update(dataset=edited(model.indexed_), sweep=None)
+        with param.edit_constant(self):  # dc is no longer the percent rule's value on these points
+            self.param.update(dataset=edited(model.indexed_), sweep=None, dc_percent=None)
         self._publish(picks, timings=dict(model.timings_))
 
     def set_halo(self, show: bool) -> None:

@@ -9,6 +9,7 @@ is shown on a data set and keeps its choices while another method is shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -131,7 +132,7 @@ class Studio(param.Parameterized):
                              f"{', ...' if len(columns) > 2 else ''}); this one shows {self.x_axis} and {self.y_axis}")  # fmt: skip
         at = {self.x_axis: x, self.y_axis: y}
         point = np.array([[at[name] for name in columns]], np.float64)
-        self._edit(lambda model: model.partial_fit(point))
+        self.edit(lambda model: model.partial_fit(point))
 
     def delete_in_view(self, geometry) -> None:
         """Delete the points inside a lasso drawn on the 2-D view, with DPC's incremental engine."""
@@ -141,13 +142,14 @@ class Studio(param.Parameterized):
         inside = np.flatnonzero(inside_lasso(*self.plot_coordinates("view"), vertices))
         if not inside.size:
             raise ValueError("no points inside the lasso: nothing was deleted")
-        self._edit(lambda model: model.delete(inside))
+        self.edit(lambda model: model.delete(inside))
 
-    def _edit(self, change) -> None:
-        """Points added or deleted: DPC updates in place; the other methods compute again when next shown."""
+    def edit(self, change, order: np.ndarray | None = None) -> None:
+        """Points added or deleted by ``change(model)`` (see ``ClusteringSession.edit``; ``order`` as in
+        ``Dataset.edited``): DPC updates in place; the other methods compute again when next shown."""
         if self.method != "dpc":
             raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
-        self.dpc.edit(change, self.dataset.edited)
+        self.dpc.edit(change, partial(self.dataset.edited, order=order))
         dataset = self.dpc.dataset
         for state in (self.dbscan, self.hdbscan):
             state.close()

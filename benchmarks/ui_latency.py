@@ -5,6 +5,7 @@ driven by Playwright.
     python benchmarks/ui_latency.py [--sizes 100000,1000000] [--repeats 3] [--screenshots assets]
     python benchmarks/ui_latency.py --second-session
     python benchmarks/ui_latency.py --teaching [--screenshots assets]
+    python benchmarks/ui_latency.py --stream
 
 Each timing runs from the mouse release to the moment the plot's pixels change (polled in the page). The
 engine's own share (relabel, or rho + delta) is read from the app's status line in the same run, so the table
@@ -23,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page, expect, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
-from tests.ui.test_app import lasso, open_app, plot_canvas  # noqa: E402
+from tests.ui.test_app import lasso, open_app, plot_canvas, type_into  # noqa: E402
 from tests.ui.test_views import click_at, switch_to_dbscan  # noqa: E402
 
 TARGETS = {100_000: 1.0, 1_000_000: 2.0}  # seconds, from the issue, for a 2-core machine
@@ -175,6 +176,7 @@ def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5
             click_s.append(time_until_changed(page, view, lambda x=x, y=y: page.mouse.click(x, y)))
         page.get_by_role("button", name="Pick top γ").click()
         page.wait_for_timeout(1500)
+        page.locator(".bk-tab", has_text="Teach").click()
         page.locator("div.bk-Checkbox", has_text="Step through").locator("input").check()
         page.get_by_text(re.compile("Step 1 of")).wait_for(timeout=60_000)
         page.wait_for_timeout(1500)
@@ -196,6 +198,37 @@ def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5
              "median s": statistics.median(click_s), "engine s": float("nan"), "target s": 0.2},
             {"N": f"{n:,}", "dc": "2% rule", "action": "step-through next -> 2-D view redrawn",
              "median s": statistics.median(step_s), "engine s": float("nan"), "target s": float("nan")}]  # fmt: skip
+
+
+def stream(browser, folder: Path, repeats: int, n: int = 100_000, batch: int = 1_000) -> list[dict]:
+    """One batch of ``batch`` points streamed into n: the Next batch click -> the 2-D view redrawn."""
+    path = folder / f"stream_{n}.parquet"
+    total = round(n / 0.9)  # the stream starts with 90% of the points: n of them
+    blobs(total, seed=3).to_parquet(path)
+    server = Server(str(path), "--backend", "cpu", startup_seconds=900)
+    try:
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        open_app(page, server.url)
+        page.locator(".bk-tab", has_text="Edit & stream").click()
+        type_into(page.get_by_label("Start with (% of the points)"), "90")
+        type_into(page.get_by_label("Points per batch"), str(batch))
+        page.get_by_role("button", name="Start a stream").click()
+        page.get_by_text(re.compile(f"{n:,} points in")).wait_for(timeout=300_000)
+        page.wait_for_timeout(2000)
+        view = plot_canvas(page, "Points by cluster")
+        view.scroll_into_view_if_needed()
+        seconds, engine = [], []
+        log = page.locator(".tabulator-row").filter(has_text="points moved")  # the stream log's batch rows
+        for k in range(1, repeats + 1):
+            seconds.append(time_until_changed(page, view, lambda: page.get_by_role("button", name="Next batch").click()))
+            expect(log).to_have_count(k, timeout=60_000)
+            cells = log.first.locator(".tabulator-cell").all_inner_texts()  # newest first; a row-number cell first
+            engine.append(float(cells[5].replace(",", "")) / 1000)  # the session's share, from the log
+        page.close()
+    finally:
+        server.close()
+    return [{"N": f"{n:,}", "dc": "2% rule", "action": f"one stream batch of {batch:,} -> 2-D view redrawn",
+             "median s": statistics.median(seconds), "engine s": statistics.median(engine), "target s": 0.5}]  # fmt: skip
 
 
 def table(rows: list[dict]) -> str:
@@ -253,16 +286,20 @@ def main() -> None:
     parser.add_argument("--dc-percents", default="2,0.01", help="percent rules a session starts with (default 2,0.01)")
     parser.add_argument("--screenshots", type=Path, help="also save screenshots of the app into this folder")
     parser.add_argument("--teaching", action="store_true", help="only time the teaching view's click and step at 5,000 points")
+    parser.add_argument("--stream", action="store_true", help="only time a stream batch of 1,000 points into 100,000")
     parser.add_argument("--second-session", action="store_true",
                         help="only time a second session's page load while a first session's 1M-point upload is processed")  # fmt: skip
     args = parser.parse_args()
     rows = []
     with sync_playwright() as playwright, tempfile.TemporaryDirectory() as folder:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        if args.screenshots and not args.teaching:
+        if args.screenshots and not (args.teaching or args.stream):
             screenshots(args.screenshots, browser)
         if args.teaching:
             print(table(teaching(browser, Path(folder), args.repeats, args.screenshots)))
+            args.sizes = ""
+        if args.stream:
+            print(table(stream(browser, Path(folder), args.repeats)))
             args.sizes = ""
         if args.second_session:
             print(table(second_session(browser, Path(folder))))

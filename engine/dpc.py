@@ -376,6 +376,12 @@ def density_notice(rho: np.ndarray, dc: float) -> str:
             "graph has no peaks. Use a larger dc or the percent rule.")  # fmt: skip
 
 
+def describe_changes(changes: dict) -> str:
+    """``cluster_changes`` in words: "appeared [3], merged {1: 0}, 25 points moved"."""
+    words = [f"{name} {changes[name]}" for name in ("appeared", "vanished", "merged", "split") if changes[name]]
+    return ", ".join([*words, f"{changes['moved']} points moved"])
+
+
 def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forced=(False, False)) -> dict:
     """What an update did to the clusters. A cluster is its center point: it continues while that point is a
     center; but the cluster of the densest point, added as the last center because it was not chosen (``forced``:

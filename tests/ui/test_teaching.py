@@ -1,6 +1,7 @@
 """The teaching view in a real browser: a click explains a point (circle, rings, arrows, the same point ringed on
 the decision graph; DBSCAN's core, border or noise and its tree's edges), the parent forest, the
-step-through with its buttons, and points added by a click and deleted by a lasso; wrong clicks on the way."""
+step-through with its buttons, points added by a click and deleted by a lasso, and a stream played in batches;
+wrong clicks on the way."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ pytestmark = pytest.mark.browser
 
 def checkbox(page: Page, label: str):
     return page.locator("div.bk-Checkbox", has_text=label).locator("input")
+
+
+def open_tab(page: Page, name: str) -> None:
+    """DPC's sidebar tabs (Clusters, Teach, Edit & stream) make their widgets when first opened."""
+    page.locator(".bk-tab", has_text=name).click()
 
 
 def explained(page: Page):
@@ -56,6 +62,7 @@ def test_the_forest_and_the_step_through(page: Page, server):
     page.get_by_role("button", name="Pick top γ").click()  # DPC's own centers
     page.wait_for_timeout(1500)
     before = view.screenshot()
+    open_tab(page, "Teach")
     checkbox(page, "parent forest").check()
     page.wait_for_timeout(2000)
     forest = view.screenshot()
@@ -85,6 +92,7 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
     count = lambda: int(re.search(r"([\d,]+) points", info.inner_text()).group(1).replace(",", ""))  # noqa: E731
     expect(info).to_contain_text("2,300 points", timeout=TIMEOUT_MS)
+    open_tab(page, "Edit & stream")
     page.get_by_role("button", name="Click adds a point").click()
     view = plot_canvas(page, "Points by cluster")
     click_at(page, view, 0.15, 0.12)  # where there was no point
@@ -102,3 +110,28 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     # choosing the data set again gives it back as it was
     page.locator("select").first.select_option("blobs")
     expect(info).to_contain_text("blobs: 2,300 points", timeout=TIMEOUT_MS)
+
+
+def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server):
+    open_app(page, server.url)
+    info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
+    open_tab(page, "Edit & stream")
+    page.get_by_role("button", name="Start a stream").click()
+    expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
+    note = page.get_by_text(re.compile(r"points in, [\d,]+ to come"))
+    expect(note).to_contain_text("230 points in, 2,070 to come")
+    for k in range(1, 4):
+        page.get_by_role("button", name="Next batch").click()
+        expect(info).to_contain_text(f"{230 + 100 * k:,} points", timeout=TIMEOUT_MS)
+    log = page.locator(".tabulator-row").filter(has_text="points moved")
+    expect(log).to_have_count(3, timeout=TIMEOUT_MS)  # batch 0 is the first fit
+    page.get_by_role("button", name="Take the last batch out").click()
+    expect(info).to_contain_text("430 points", timeout=TIMEOUT_MS)
+    expect(page.locator(".tabulator-row").filter(has_text="batch 3 taken out")).to_have_count(1, timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="▶ Play").click()
+    expect(info).not_to_contain_text("430 points", timeout=TIMEOUT_MS)  # batches go in by themselves
+    page.get_by_role("button", name="▶ Play").click()  # and stop
+    page.wait_for_timeout(2500)
+    paused = info.inner_text()
+    page.wait_for_timeout(2500)
+    assert info.inner_text() == paused
