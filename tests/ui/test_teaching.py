@@ -25,6 +25,15 @@ def open_tab(page: Page, name: str) -> None:
     page.locator(".bk-tab", has_text=name).click()
 
 
+def assert_redrawn(page: Page, canvas, before: bytes, what: str) -> None:
+    """The canvas's picture changes from ``before`` within the timeout (polled: a loaded machine draws late)."""
+    for _ in range(TIMEOUT_MS // 250):
+        if canvas.screenshot() != before:
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(what)
+
+
 def explained(page: Page):
     return page.get_by_text(re.compile(r"Row \d+ · ρ = "))
 
@@ -36,9 +45,8 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
     click_at(page, view, 0.45, 0.5)
     expect(explained(page)).to_contain_text("nearest denser point", timeout=TIMEOUT_MS)
     expect(explained(page)).to_contain_text("(ringed)")
-    page.wait_for_timeout(1500)
-    assert view.screenshot() != view_before, "no circle, rings or arrows drawn"
-    assert graph.screenshot() != graph_before, "the point is not ringed on the decision graph"
+    assert_redrawn(page, view, view_before, "no circle, rings or arrows drawn")
+    assert_redrawn(page, graph, graph_before, "the point is not ringed on the decision graph")
     click_at(page, view, 0.15, 0.12)  # the top left corner of the frame: no point there
     expect(explained(page)).to_have_count(0, timeout=TIMEOUT_MS)
     # DBSCAN explains the same click in its own terms, and draws its tree's edges
@@ -50,8 +58,7 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
     page.wait_for_timeout(1000)
     before = view.screenshot()
     checkbox(page, "edges within ε").check()
-    page.wait_for_timeout(2000)
-    assert view.screenshot() != before, "the tree's edges were not drawn"
+    assert_redrawn(page, view, before, "the tree's edges were not drawn")
     choose_method(page, "DPC")  # back: DPC's words for the same point
     expect(explained(page)).to_be_visible(timeout=TIMEOUT_MS)
 
@@ -64,9 +71,7 @@ def test_the_forest_and_the_step_through(page: Page, server):
     before = view.screenshot()
     open_tab(page, "Teach")
     checkbox(page, "parent forest").check()
-    page.wait_for_timeout(2000)
-    forest = view.screenshot()
-    assert forest != before, "the forest was not drawn"
+    assert_redrawn(page, view, before, "the forest was not drawn")
     checkbox(page, "parent forest").uncheck()
     checkbox(page, "Step through").check()
     step = page.get_by_text(re.compile(r"Step \d+ of \d+ ·"))
@@ -79,8 +84,7 @@ def test_the_forest_and_the_step_through(page: Page, server):
     linking = view.screenshot()
     page.locator("button.last").click()
     expect(step).to_contain_text("Halo", timeout=TIMEOUT_MS)
-    page.wait_for_timeout(1000)
-    assert view.screenshot() != linking, "the step-through's picture did not change"
+    assert_redrawn(page, view, linking, "the step-through's picture did not change")
     page.locator("button.previous").click()
     expect(step).to_contain_text("Labels", timeout=TIMEOUT_MS)
     checkbox(page, "Step through").uncheck()
