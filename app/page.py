@@ -146,7 +146,8 @@ class StudioPage:
         self.stream_play = pn.widgets.Toggle(name="▶ Play", disabled=True)
         self.stream_undo = pn.widgets.Button(name="Take the last batch out", disabled=True)
         self.stream_note = pn.pane.Markdown(css_classes=["dp-status"])
-        self.stream_log = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=260)
+        self.stream_log = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=260,
+                                               layout="fit_data_stretch")  # the last column, the changes, takes the rest
         self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES)
         self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
         self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
