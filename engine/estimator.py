@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import inspect
 from typing import Any
 
 import numpy as np
 
-from .indexed import IndexedPoints, Progress
+from .indexed import IndexedPoints, Progress, copy_sharing_backend
 
 
 class ParamsMixin:
@@ -55,13 +54,7 @@ class IndexedEstimator(ParamsMixin):
     def __deepcopy__(self, memo: dict):
         """A copy fitted on its own copy of ``indexed_`` (updates to one leave the other as it was); the backend
         module is shared (a module cannot be copied)."""
-        if hasattr(self, "_backend"):
-            memo[id(self._backend)] = self._backend
-        clone = object.__new__(type(self))
-        memo[id(self)] = clone
-        for name, value in vars(self).items():
-            setattr(clone, name, copy.deepcopy(value, memo))
-        return clone
+        return copy_sharing_backend(self, getattr(self, "_backend", None), memo)
 
     def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
         return self.fit(X, progress=progress).labels_

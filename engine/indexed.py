@@ -39,6 +39,18 @@ NEIGHBOR_MODES = ("exact", "approximate")
 Progress = Callable[[str, float], None]
 
 
+def copy_sharing_backend(source, backend, memo: dict, skip: tuple[str, ...] = ()):
+    """A deep copy of ``source``'s attributes in a new object of its class (for ``__deepcopy__``), sharing the
+    backend module, which cannot be copied; the ``skip`` attributes are left to the caller."""
+    memo[id(backend)] = backend
+    clone = object.__new__(type(source))
+    memo[id(source)] = clone
+    for name, value in vars(source).items():
+        if name not in skip:
+            setattr(clone, name, copy.deepcopy(value, memo))
+    return clone
+
+
 @dataclass(frozen=True)
 class Fields:
     """Everything that depends on (kernel, dc) but not on the centers, on the backend's device."""
@@ -105,13 +117,8 @@ class IndexedPoints:
     def __deepcopy__(self, memo: dict) -> IndexedPoints:
         """An independent copy (its own points, tree and caches) to insert into or delete from while others keep
         using this one: an estimator deep-copied with it works on the copy. The backend is shared."""
-        memo[id(self.backend)] = self.backend
-        clone = object.__new__(IndexedPoints)
-        memo[id(self)] = clone
         with self._lock:
-            for name, value in vars(self).items():
-                if name != "_lock":
-                    setattr(clone, name, copy.deepcopy(value, memo))
+            clone = copy_sharing_backend(self, self.backend, memo, skip=("_lock",))
         clone._lock = threading.RLock()
         return clone
 
