@@ -42,6 +42,12 @@ class Picks:
     delta_min: float  # the smallest delta among them there
     corner: tuple[float, float] | None = None  # (rho_min, delta_min) when chosen by the decision-graph rectangle
 
+    @classmethod
+    def of(cls, model: DensityPeaks, centers: np.ndarray, corner: tuple[float, float] | None = None) -> Picks:
+        """These centers, chosen at the model's (kernel, dc)."""
+        delta_min = float(model.delta_[centers].min()) if len(centers) else np.inf
+        return cls(centers, model.kernel_, model.dc_, delta_min, corner)
+
     def same_choice(self, other: Picks | None) -> bool:
         same_dc = other is not None and (self.kernel, self.dc) == (other.kernel, other.dc)
         return same_dc and np.array_equal(self.centers, other.centers)
@@ -124,21 +130,21 @@ class ClusteringSession(MethodState):
 
     def edit(self, change: Callable[[DensityPeaks], object], edited: Callable) -> None:
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy
-        of the model and index (the first edit copies them; other sessions keep the shared ones as they were), or
-        returns another DensityPeaks, of the data set's first points, to show instead (a stream's start); then
-        ``edited(index)`` gives the data set shown. dc stays (now set directly); picked centers stay picked (a
-        deleted one drops out) and the automatic clusters are computed again. The undo history and the sweep are
-        dropped: their point indices are gone."""
+        of the model and index (the first edit copies them; other sessions keep the shared ones as they were), then
+        the model is shown as ``show_model`` shows it."""
         model = self._require_data()
         if self.dataset.base is None:
             model = copy.deepcopy(model)
-        replacement = change(model)
-        model = replacement if isinstance(replacement, DensityPeaks) else model
+        change(model)
+        self.show_model(model, edited)
+
+    def show_model(self, model: DensityPeaks, edited: Callable) -> None:
+        """Show a model of this session's own points (edited, or a stream's first points, fitted afresh);
+        ``edited(model.indexed_)`` gives their data set. dc stays (now set directly); picked centers stay picked
+        (a deleted one drops out) and the automatic clusters are computed again. The undo history and the sweep are
+        dropped: their point indices are gone."""
         chosen = model.chosen_centers_
-        picks = None
-        if chosen is not None:
-            delta_min = float(model.delta_[chosen].min()) if chosen.size else np.inf
-            picks = Picks(chosen, model.kernel_, model.dc_, delta_min)
+        picks = None if chosen is None else Picks.of(model, chosen)
         self._model, self._history = model, []
         with param.edit_constant(self):  # dc is no longer the percent rule's value on these points
             self.param.update(dataset=edited(model.indexed_), sweep=None, dc_percent=None)
@@ -215,8 +221,7 @@ class ClusteringSession(MethodState):
         chosen = model.choose_centers(**choice)
         if region and not len(chosen):
             raise ValueError(f"no points selected: the {region} holds no point of the decision graph; the centers are unchanged")
-        delta_min = float(model.delta_[chosen].min()) if len(chosen) else np.inf
-        picks = Picks(chosen, model.kernel_, model.dc_, delta_min, corner)
+        picks = Picks.of(model, chosen, corner)
         if len(chosen) > CONFIRM_ABOVE:
             self._pending = picks
             with param.edit_constant(self):

@@ -61,7 +61,8 @@ class Streaming(param.Parameterized):
         first = max(2, round(source.n_points * percent / 100))
         dpc = self.studio.dpc
         fresh = DensityPeaks(dc=dpc.dc, kernel=dpc.kernel)
-        seconds = self._change(lambda model: fresh.fit(IndexedPoints(source.points.values[:first], backend=source.indexed.backend.name)), first)
+        seconds = self._change(lambda: self.studio.show_points(
+            fresh.fit(IndexedPoints(source.points.values[:first], backend=source.indexed.backend.name)), np.arange(first)))
         self._source, self._batches = source, []
         self._record(first, Batch(0, first, first, len(dpc.centers), 1000 * seconds,
                                   f"fit on the first {first:,} of {source.n_points:,} points"), fresh=True)  # fmt: skip
@@ -74,7 +75,7 @@ class Streaming(param.Parameterized):
         if not self.remaining:
             raise ValueError("every point is in: the stream is over (delete the last batch, or start again)")
         batch = self._source.points.values[self.streamed : self.streamed + size]
-        seconds = self._change(lambda model: model.partial_fit(batch), self.streamed + len(batch))
+        seconds = self._change(lambda: self.studio.edit(lambda model: model.partial_fit(batch), np.arange(self.streamed + len(batch))))
         self._batches.append(len(batch))
         self._record(self.streamed + len(batch), self._row(len(self._batches), len(batch), seconds, ""))
 
@@ -84,7 +85,7 @@ class Streaming(param.Parameterized):
         if not self._batches:
             raise ValueError("no batch to delete: only the first fit is in")
         size, n = self._batches[-1], self.studio.dataset.n_points
-        seconds = self._change(lambda model: model.delete(np.arange(n - size, n)), self.streamed - size)
+        seconds = self._change(lambda: self.studio.edit(lambda model: model.delete(np.arange(n - size, n)), np.arange(self.streamed - size)))
         number = len(self._batches)
         self._batches.pop()
         self._record(self.streamed - size, self._row(number, -size, seconds, f"batch {number} taken out: "))
@@ -97,13 +98,14 @@ class Streaming(param.Parameterized):
             self.param.update(streamed=None, log=[])
 
     # helpers ------------------------------------------------------------------------------------------------
-    def _change(self, change, streamed: int) -> float:
-        """Seconds ``change`` took, after which the source's first ``streamed`` points are shown."""
+    def _change(self, change) -> float:
+        """Seconds ``change()`` took to show the source's first points (in their order: each point is the
+        source's point, ``Dataset.edited``'s order)."""
         if self.studio.method != "dpc":
             raise ValueError("a stream goes into DPC: show DPC first")
         started = time.perf_counter()
         self._shown = None  # the data set changes here, not elsewhere
-        self.studio.edit(change, order=np.arange(streamed))  # a replay: each point is the source's point
+        change()
         self._shown = self.studio.dataset
         return time.perf_counter() - started
 

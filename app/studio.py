@@ -127,7 +127,7 @@ class Studio(param.Parameterized):
         """Insert a point where the 2-D view was clicked, with DPC's incremental engine (the view must show the
         data's two features, so that the click is a point of the data's space)."""
         columns = self.dataset.points.columns
-        if len(columns) != 2 or {self.x_axis, self.y_axis} != set(columns):
+        if not self.view_shows_features:
             raise ValueError(f"a click adds a point where the 2-D view shows the data's two features ({', '.join(columns[:2])}"
                              f"{', ...' if len(columns) > 2 else ''}); this one shows {self.x_axis} and {self.y_axis}")  # fmt: skip
         at = {self.x_axis: x, self.y_axis: y}
@@ -147,9 +147,18 @@ class Studio(param.Parameterized):
     def edit(self, change, order: np.ndarray | None = None) -> None:
         """Points added or deleted by ``change(model)`` (see ``ClusteringSession.edit``; ``order`` as in
         ``Dataset.edited``): DPC updates in place; the other methods compute again when next shown."""
+        self._show_points(partial(self.dpc.edit, change), order)
+
+    def show_points(self, model, order: np.ndarray) -> None:
+        """DPC fitted afresh on some of the data set's points (a stream's first points; ``order`` as in
+        ``Dataset.edited``), shown as an edit is."""
+        self._show_points(partial(self.dpc.show_model, model), order)
+
+    def _show_points(self, show, order: np.ndarray | None) -> None:
+        """``show(edited)`` puts this session's own points in DPC; ``edited(index)`` gives their data set."""
         if self.method != "dpc":
             raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
-        self.dpc.edit(change, partial(self.dataset.edited, order=order))
+        show(partial(self.dataset.edited, order=order))
         dataset = self.dpc.dataset
         for state in (self.dbscan, self.hdbscan):
             state.close()
@@ -162,6 +171,13 @@ class Studio(param.Parameterized):
             self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
             self.param.update(dataset=dataset, x_axis=axes[0], y_axis=axes[1], pinned=None, colour_by="clusters",
                               pointed=None, selected=None, revision=self.revision + 1)  # fmt: skip
+
+    @property
+    def view_shows_features(self) -> bool:
+        """Whether the 2-D view shows the very two features distances are measured in (a click there is a point of
+        the data's space, and a circle there is a circle of it)."""
+        columns = self.dataset.points.columns
+        return len(columns) == 2 and {self.x_axis, self.y_axis} == set(columns)
 
     def point_facts(self, i: int) -> dict:
         """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
+from dpstudio.engine.cpu import density_order
+
 from .pointing import nearest_point
 
 TEACHING_MAX = 5_000  # points up to which the forest and the step-through are drawn (a teacher's data set)
@@ -34,11 +36,6 @@ class Step:
     stage: str  # "rho", "delta", "peaks", "labels" or "halo"
     reached: int  # points of the density order done (delta and labels; every point for the other stages)
     text: str
-
-
-def density_order(rho: np.ndarray) -> np.ndarray:
-    """Point indices from densest to sparsest: j before i iff rho_j > rho_i, or rho_j == rho_i and j < i."""
-    return np.lexsort((np.arange(rho.size), -rho))
 
 
 def within(points: np.ndarray, i: int, radius: float, closed: bool = False) -> np.ndarray:
@@ -123,6 +120,7 @@ class Teaching(param.Parameterized):
     def __init__(self, studio, **params):
         super().__init__(**params)
         self.studio = studio
+        self._explained: tuple | None = None  # ((point, method, revision), explanation): one computation for all
         studio.param.watch(self._reset, ["dataset"])
 
     @property
@@ -178,6 +176,12 @@ class Teaching(param.Parameterized):
         chain to a center (``chain``, starting at the point) and its facts."""
         if self.point is None or not self.explains:
             return None
+        key = (self.point, self.studio.method, self.studio.revision)  # the page's line and the layers ask alike
+        if self._explained is None or self._explained[0] != key:
+            self._explained = (key, self._explain())
+        return self._explained[1]
+
+    def _explain(self) -> dict:
         points, i = self.studio.dataset.points.values, self.point
         if self.studio.method == "dbscan":
             model = self.studio.dbscan.model
@@ -247,7 +251,7 @@ class Teaching(param.Parameterized):
         if self.step is None or not self.available or self.studio.method != "dpc":
             return None
         model, step = self.studio.dpc.model, self.steps()[self.step]
-        order, parent, centers = density_order(model.rho_), model.parent_, model.centers_
+        (order, _), parent, centers = density_order(model.rho_), model.parent_, model.centers_
         linked = order[: step.reached] if step.stage == "delta" else order
         linked = linked[parent[linked] >= 0]
         picture = {"stage": step.stage, "text": step.text, "rho": model.rho_, "centers": centers,

@@ -120,8 +120,7 @@ class TeachingPlots:
         a projection would mislead: the ringed points tell which are within dc)."""
         x, y, names = self._coordinates()
         facts, _ = self._state()
-        columns = self.studio.dataset.points.columns
-        if facts is None or len(columns) != 2 or {self.studio.x_axis, self.studio.y_axis} != set(columns):
+        if facts is None or not self.studio.view_shows_features:
             return hv.Path([], list(names), group="Teaching")
         i, turn = facts["chain"][0], np.linspace(0, 2 * np.pi, CIRCLE_VERTICES)
         radius = facts["radius"]

@@ -6,15 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.reproduce import command_line
 from dpstudio.app.studio import Studio
 from dpstudio.engine import DataError, DensityPeaks
-
-
-@pytest.fixture(scope="module")
-def cache():
-    return DatasetCache(max_datasets=2, backend="cpu")
 
 
 @pytest.fixture

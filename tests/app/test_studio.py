@@ -9,15 +9,9 @@ from sklearn.metrics import adjusted_rand_score
 
 from dpstudio import sample_data
 from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
-from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.studio import Studio
 from dpstudio.app.sweep import dc_sweep, plateaus, sweep_dcs
 from dpstudio.engine import DBSCAN, HDBSCAN
-
-
-@pytest.fixture(scope="module")
-def cache():
-    return DatasetCache(max_datasets=2, backend="cpu")
 
 
 @pytest.fixture

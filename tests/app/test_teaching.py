@@ -1,5 +1,5 @@
-"""The teaching view without a browser: the points a point's rho counts, its chain to a center, the density
-order, the step-through's labels and arrows, the arrows' geometry, DBSCAN's eps neighbours and tree edges, and
+"""The teaching view without a browser: the points a point's rho counts, its chain to a center in the engine's
+density order, the step-through's labels and arrows, the arrows' geometry, DBSCAN's eps neighbours and tree edges, and
 the layers drawn from them."""
 
 from __future__ import annotations
@@ -7,19 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.studio import Studio
-from dpstudio.app.teaching import (TEACHING_MAX, Teaching, arrow_segments, chain_to_center, density_order,
-                                   follow_parents, steps, within)  # fmt: skip
+from dpstudio.app.teaching import TEACHING_MAX, Teaching, arrow_segments, chain_to_center, follow_parents, steps, within
 from dpstudio.app.teaching_plot import TeachingPlots
 from dpstudio.engine import DBSCAN, DensityPeaks
+from dpstudio.engine.cpu import density_order
 
 from ..engine.datasets import CASES
-
-
-@pytest.fixture(scope="module")
-def cache():
-    return DatasetCache(max_datasets=2, backend="cpu")
 
 
 @pytest.fixture
@@ -53,7 +47,7 @@ def test_density_order_and_the_chains_to_the_centers(case):
     rng = np.random.default_rng(7)
     points = CASES[case](rng)
     model = fitted(points)
-    rho, order = model.rho_, density_order(model.rho_)
+    rho, (order, _) = model.rho_, density_order(model.rho_)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     for a, b in zip(order[:-1], order[1:]):  # denser first; equal rho: smaller index first
@@ -72,7 +66,7 @@ def test_labels_flow_in_density_order_to_the_engines_labels():
     rng = np.random.default_rng(3)
     points = CASES["blobs"](rng)
     model = fitted(points)
-    order = density_order(model.rho_)
+    order, _ = density_order(model.rho_)
     np.testing.assert_array_equal(follow_parents(model.parent_, order, model.centers_, order.size), model.labels_)
     half = follow_parents(model.parent_, order, model.centers_, order.size // 2)
     reached = np.zeros(order.size, bool)
