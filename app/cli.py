@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import os
 import sys
 import time
 from importlib.metadata import version
@@ -20,6 +23,7 @@ from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 METHODS = ("dpc", "dbscan", "hdbscan")
 
 EXIT_BAD_INPUT = 2
+SCHEDULER_TIMEOUT = 10  # seconds to reach a --scheduler before giving up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--selection", choices=SELECTION_METHODS, default="eom", help="HDBSCAN cluster selection (default eom)")
     _density_options(cluster)
     _output_options(cluster, "print one JSON object instead of the summary")
+    dask = cluster.add_mutually_exclusive_group()
+    dask.add_argument("--scheduler", metavar="ADDRESS",
+                      help=f"dpc: compute rho and delta on the workers of this Dask scheduler (reached within {SCHEDULER_TIMEOUT} s)")  # fmt: skip
+    dask.add_argument("--local-cluster", metavar="N", type=int, help="dpc: ... on a Dask cluster of N worker processes started here")
     cluster.set_defaults(run=_cluster)
 
     stream = commands.add_parser("stream", help="replay a data file as a stream: a base fit, then batches inserted one by one")
@@ -90,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="dpc: insert and delete batches of points, next to a fresh fit of the same points (GDPC's protocol)")  # fmt: skip
     bench.add_argument("--batch", type=int, default=1000, help="--incremental: points per batch (default 1000)")
     bench.add_argument("--batches", type=int, help="--incremental: time only the last K batches (default: every batch after a 10%% base)")
+    bench.add_argument("--distributed", action="store_true",
+                       help="dpc rho + delta on a Dask LocalCluster of 1 vs W workers (default 1M x 2; needs dpstudio[distributed])")  # fmt: skip
+    bench.add_argument("--workers", type=_ints, default=[1, 2], help="--distributed: worker counts to compare (default 1,2)")
     bench.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     bench.set_defaults(run=_bench)
     return parser
@@ -187,8 +198,10 @@ def _centers(text: str) -> dict:
 def _cluster(args) -> int:
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     started = time.perf_counter()
-    with _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
+    with _dask_client(args) as client, _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
+        args.client = client
         model, facts = _CLUSTER_METHODS[args.method](args, points.values, progress)
+        backend = model._backend.device_name() + _workers(client)
     if args.out:
         write_labels(args.out, with_dropped_rows(model.to_frame(points.rows), points.dropped_rows))
     labels = model.labels_
@@ -199,7 +212,7 @@ def _cluster(args) -> int:
         "n_dims": int(points.values.shape[1]),
         "columns": list(points.columns),
         "dropped_rows": int(points.dropped_rows.size),
-        "backend": model._backend.device_name(),
+        "backend": backend,
         **facts,
         "n_clusters": int(labels.max()) + 1,
         "cluster_sizes": [int(s) for s in np.bincount(labels[labels >= 0], minlength=int(labels.max()) + 1)],
@@ -241,6 +254,45 @@ def _stream(args) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _dask_client(args):
+    """The Dask client that ``--scheduler`` or ``--local-cluster`` ask for (None without them), closed after."""
+    if args.scheduler is None and args.local_cluster is None:
+        yield None
+        return
+    if args.method != "dpc":
+        raise ValueError("--scheduler and --local-cluster spread density peaks (--method dpc) only")
+    if args.backend == "gpu":
+        raise ValueError("a Dask cluster computes on the cpu backend for now: use --backend cpu")
+    try:
+        from distributed import Client, LocalCluster  # noqa: PLC0415  (an optional extra)
+    except ImportError as exc:
+        raise ValueError(f"a Dask cluster needs dask.distributed: pip install 'dpstudio[distributed]' ({exc})") from None
+    args.backend = "cpu"
+    if args.scheduler is not None:
+        try:
+            client = Client(args.scheduler, timeout=SCHEDULER_TIMEOUT)
+        except OSError as exc:
+            raise ValueError(f"cannot reach the Dask scheduler at {args.scheduler}: {exc}") from None
+        with client:
+            yield client
+        return
+    if args.local_cluster < 1:
+        raise ValueError(f"--local-cluster needs at least 1 worker, got {args.local_cluster}")
+    threads = max(1, (os.cpu_count() or 1) // args.local_cluster)
+    with LocalCluster(n_workers=args.local_cluster, threads_per_worker=threads, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
+        yield client
+
+
+def _workers(client) -> str:
+    if client is None:
+        return ""
+    workers = client.scheduler_info()["workers"]
+    threads = sum(w["nthreads"] for w in workers.values())
+    return f", rho and delta on {len(workers)} Dask worker{'s' * (len(workers) != 1)} ({threads} thread{'s' * (threads != 1)})"
+
+
 def _stream_header(first: dict, points, n: int) -> str:
     return (f"base fit  {first['n_points']} of {n} points x {points.values.shape[1]} on {first['backend']}: "
             f"dc {first['dc']:.6g}, {first['clusters']} clusters, {first['seconds']:.3f} s\n"
@@ -255,7 +307,7 @@ def _density_peaks(args, values, progress):
     choice = dict(args.centers)
     dp = DensityPeaks(dc=args.dc, dc_percent=args.dc_percent, dc_rule=args.dc_rule, kernel=args.kernel,
                       suggest=choice.pop("suggest", "auto"), significance=args.significance, noise=args.noise,
-                      backend=args.backend)  # fmt: skip
+                      backend=args.backend, client=getattr(args, "client", None))  # fmt: skip
     dp.fit(values, progress=progress)
     if choice:
         dp.assign(**choice)
@@ -359,6 +411,12 @@ def _bench(args) -> int:
 
         shapes = args.sizes and [(n, d, rule) for n in args.sizes for d in args.dims for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}")]
         run_incremental_bench(shapes, backend=args.backend, batch=args.batch, batches=args.batches, markdown=args.markdown)
+        return 0
+    if args.distributed:
+        from .bench_distributed import SMALL_DC_MEAN_RHO, run_distributed_bench
+
+        shapes = args.sizes and [(n, d, rule) for n in args.sizes for d in args.dims for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}")]
+        run_distributed_bench(shapes, workers=args.workers, markdown=args.markdown)
         return 0
     if args.method == "dbscan":
         from .bench_dbscan import run_dbscan_bench

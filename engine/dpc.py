@@ -58,6 +58,9 @@ class DensityPeaks(IndexedEstimator):
         at background level).
     backend : {"auto", "cpu", "gpu"}
         "auto" uses the GPU when CuPy and a CUDA device are usable, else the CPU.
+    client : dask.distributed.Client or None
+        Compute rho and delta on the client's workers (``dpstudio.engine.distributed``; the CPU backend), with the
+        same results. None: in this process.
 
     Distances are Euclidean over float32 data; ``d_ij < dc`` is decided as
     ``float32(sum_k (x_ik - x_jk)^2) < float32(dc^2)``, the sum taken in float32 in dimension order without
@@ -85,7 +88,7 @@ class DensityPeaks(IndexedEstimator):
     def __init__(
         self, dc: float | None = None, dc_percent: float = 2.0, dc_rule: str = "percent", kernel: str = "cutoff",
         suggest: str = "auto", density_k: int = DENSITY_K, significance: float = SIGNIFICANCE, noise: bool = False,
-        backend: str = "auto",
+        backend: str = "auto", client=None,
     ):  # fmt: skip
         self.dc = dc
         self.dc_percent = dc_percent
@@ -96,6 +99,7 @@ class DensityPeaks(IndexedEstimator):
         self.significance = significance
         self.noise = noise
         self.backend = backend
+        self.client = client
 
     # fitting ------------------------------------------------------------------------------------------------
     def fit(self, X, y=None, progress: Progress | None = None) -> DensityPeaks:

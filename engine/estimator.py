@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .indexed import IndexedPoints, Progress, copy_sharing_backend
+from .indexed import IndexedPoints, Progress, copy_sharing
 
 
 class ParamsMixin:
@@ -46,15 +46,16 @@ class IndexedEstimator(ParamsMixin):
         if isinstance(X, IndexedPoints):
             self.indexed_ = X
         else:
-            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress)
+            # only DensityPeaks has a client (its rho and delta are what a Dask cluster computes)
+            self.indexed_ = IndexedPoints(X, backend=self.backend, progress=progress, client=getattr(self, "client", None))
             self.timings_["index"] = self.indexed_.index_seconds
         self._backend = self.indexed_.backend
         self.n_features_in_ = self.indexed_.n_dims
 
     def __deepcopy__(self, memo: dict):
         """A copy fitted on its own copy of ``indexed_`` (updates to one leave the other as it was); the backend
-        module is shared (a module cannot be copied)."""
-        return copy_sharing_backend(self, getattr(self, "_backend", None), memo)
+        module and a Dask client are shared."""
+        return copy_sharing(self, memo, shared=(getattr(self, "_backend", None), getattr(self, "client", None)))
 
     def fit_predict(self, X, y=None, progress: Progress | None = None) -> np.ndarray:
         return self.fit(X, progress=progress).labels_

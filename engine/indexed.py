@@ -39,10 +39,12 @@ NEIGHBOR_MODES = ("exact", "approximate")
 Progress = Callable[[str, float], None]
 
 
-def copy_sharing_backend(source, backend, memo: dict, skip: tuple[str, ...] = ()):
+def copy_sharing(source, memo: dict, shared: tuple, skip: tuple[str, ...] = ()):
     """A deep copy of ``source``'s attributes in a new object of its class (for ``__deepcopy__``), sharing the
-    backend module, which cannot be copied; the ``skip`` attributes are left to the caller."""
-    memo[id(backend)] = backend
+    ``shared`` objects (a backend module, a Dask client: what cannot or must not be copied); the ``skip``
+    attributes are left to the caller."""
+    for obj in shared:
+        memo[id(obj)] = obj
     clone = object.__new__(type(source))
     memo[id(source)] = clone
     for name, value in vars(source).items():
@@ -90,15 +92,19 @@ class IndexedPoints:
     X : array-like (N, d), DataFrame or path; validated by ``dpstudio.engine.to_points``.
     backend : {"auto", "cpu", "gpu"}
     progress : optional callback ``progress(phase, fraction)``, here for the "index" phase.
+    client : optional ``dask.distributed.Client``: rho and delta are computed on its workers
+        (``dpstudio.engine.distributed``), with the same results; everything else here.
     """
 
     CACHED_FIELDS = 4  # (kernel, dc) results kept, so moving a slider back is free
     CACHED_TREES = 4  # spanning trees (one per min_samples) kept
     NEIGHBOURS = 16  # at least this many neighbours are listed, so min_samples up to 17 reuses one list
 
-    def __init__(self, X, backend: str = "auto", progress: Progress | None = None):
+    def __init__(self, X, backend: str = "auto", progress: Progress | None = None, client=None):
         values = to_points(X).values
         self.backend = get_backend(backend)
+        self.client = client
+        self._replicas = None
         started = time.perf_counter()
         self.points = self.backend.asarray(values)
         self.index = self.backend.build_vptree(self.points, progress=_phase(progress, "index"))
@@ -113,12 +119,15 @@ class IndexedPoints:
         self._trees: OrderedDict[int, SpanningTree] = OrderedDict()
         # One computation at a time: two sessions asking for the same dc compute it once.
         self._lock = threading.RLock()
+        if client is not None:
+            self._queries()  # the workers' trees now, so that an error in the cluster shows at once
 
     def __deepcopy__(self, memo: dict) -> IndexedPoints:
         """An independent copy (its own points, tree and caches) to insert into or delete from while others keep
-        using this one: an estimator deep-copied with it works on the copy. The backend is shared."""
+        using this one: an estimator deep-copied with it works on the copy. The backend and client are shared."""
         with self._lock:
-            clone = copy_sharing_backend(self, self.backend, memo, skip=("_lock",))
+            # the workers' trees are shared until either copy's points change
+            clone = copy_sharing(self, memo, shared=(self.backend, self.client, self._replicas), skip=("_lock",))
         clone._lock = threading.RLock()
         return clone
 
@@ -187,7 +196,19 @@ class IndexedPoints:
             _record(timings, "update", time.perf_counter() - started)
             return mapping
 
+    def _queries(self):
+        """What computes rho and delta: the backend, or the workers of the Dask client (their trees built on first
+        use after each change of the points)."""
+        if self.client is None:
+            return self.backend
+        if self._replicas is None:
+            from .distributed import Replicas  # noqa: PLC0415  (imports nothing of Dask's until asked)
+
+            self._replicas = Replicas(self.client, self.backend.to_numpy(self.points), self.backend.name)
+        return self._replicas
+
     def _forget_neighbourhoods(self) -> None:
+        self._replicas = None
         self._dc_by_percent.clear()
         self._neighbours = None
         self._trees.clear()
@@ -237,7 +258,7 @@ class IndexedPoints:
                 _record(timings, "delta", 0.0)
                 return self._fields[key]
             started = time.perf_counter()
-            rho = self.backend.rho(self.index, float(dc), kernel, progress=_phase(progress, "rho"))
+            rho = self._queries().rho(self.index, float(dc), kernel, progress=_phase(progress, "rho"))
             self.backend.synchronize()
             _record(timings, "rho", time.perf_counter() - started)
             fields = self.fields_from_rho(kernel, float(dc), rho, progress, timings)
@@ -255,7 +276,7 @@ class IndexedPoints:
         started = time.perf_counter()
         rho = backend.asarray(rho)
         order, rank = backend.density_order(rho)
-        delta, parent = backend.delta(self.index, rank, progress=_phase(progress, "delta"))
+        delta, parent = self._queries().delta(self.index, rank, progress=_phase(progress, "delta"))
         backend.synchronize()
         _record(timings, "delta", time.perf_counter() - started)
         gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)

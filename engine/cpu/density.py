@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach
+from ..vptree import LEAF_SIZE, NeighbourGraph, VPTree, bound_slack, reach_rule, rho_reach
 from . import strips
 from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, run_start, sq_dist
 from .search import nearest_denser
@@ -83,17 +83,34 @@ def _rho_leaves(coords, leaf_start, center, radius, depth, reach2, reach_lo, rea
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _denser_from_graph(positions, sq_dists, ids, rank, delta2, parent):
-    """delta2 and parent wherever the neighbour list holds a denser point (its first is the nearest); which did."""
+def _denser_from_graph(positions, sq_dists, ids, rank, first, delta2, parent):
+    """delta2 and parent of the listed rows (tree positions first, first + 1, ...) wherever the row's neighbour
+    list holds a denser point (its first is the nearest); which did."""
     n, k = positions.shape
     found = np.zeros(n, np.bool_)
     for p in nb.prange(n):
         for c in range(k):
             t = positions[p, c]
-            if t >= 0 and rank[t] < rank[p]:
+            if t >= 0 and rank[t] < rank[first + p]:
                 delta2[p], parent[p], found[p] = sq_dists[p, c], ids[t], True
                 break
     return found
+
+
+@nb.njit(parallel=True, nogil=True, cache=True)
+def _leaf_costs(coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, costs):
+    """The cheap pass of ``leaf_costs``: one traversal per leaf, no point touched."""
+    for leaf in nb.prange(1 << depth):
+        nodes = np.empty(STACK, np.int64)
+        levels = np.empty(STACK, np.int64)
+        candidates = np.empty(1 << depth, np.int64)
+        n_candidates = leaf_interactions(
+            leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates
+        )[1]  # fmt: skip
+        scanned = 0
+        for c in range(n_candidates):
+            scanned += leaf_start[candidates[c] + 1] - leaf_start[candidates[c]]
+        costs[leaf] = (leaf_start[leaf + 1] - leaf_start[leaf]) * (scanned + 1)
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
@@ -109,7 +126,7 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
     """Local density of every point, in original order (float64)."""
     gaussian = kernel == "gaussian"
     if not gaussian and tree.n_dims == 2:
-        rho_tree = strips.cutoff_rho(tree.coords, dc, _sampled_mean_rho(tree, dc), progress)
+        rho_tree = strips.cutoff_rho(tree.coords, dc, sampled_mean_rho(tree, dc), progress)
     else:
         rho_tree = np.empty(tree.n_points, np.float64)
         for first, last in chunks(1 << tree.depth, progress, min_step=1 << 11):
@@ -117,6 +134,27 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> np.ndarray:
     out = np.empty_like(rho_tree)
     out[tree.ids] = rho_tree
     return out
+
+
+def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> np.ndarray:
+    """rho (float64) of the points of leaves [first_leaf, last_leaf), in tree order: one worker's share of
+    ``rho`` (the same values; 2-D cut-off rho too, which ``rho`` takes from the strip sweep)."""
+    rho_tree = np.empty(tree.n_points, np.float64)
+    _tree_rho(tree, dc, kernel == "gaussian", first_leaf, last_leaf, rho_tree)
+    return rho_tree[tree.leaf_start[first_leaf] : tree.leaf_start[last_leaf]]
+
+
+def leaf_costs(tree: VPTree, dc: float, kernel: str) -> np.ndarray:
+    """An estimate of each leaf's share of the work of ``rho_of_leaves``, from a pass that touches no point: its
+    points times the points of the leaves it must scan point by point (those its bounds leave undecided).
+    Dense regions cost far more than their count, so work is split by this, not by points."""
+    _, reach_lo, reach_hi = reach_rule(rho_reach(dc, kernel), tree.n_dims)
+    costs = np.empty(1 << tree.depth, np.int64)
+    _leaf_costs(
+        tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, reach_lo, reach_hi, kernel == "gaussian",
+        bound_slack(tree.n_dims), costs,
+    )  # fmt: skip
+    return costs
 
 
 def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_leaf: int, rho_tree: np.ndarray) -> None:
@@ -127,7 +165,7 @@ def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_lea
     )  # fmt: skip
 
 
-def _sampled_mean_rho(tree: VPTree, dc: float, n_leaves: int = 16) -> float:
+def sampled_mean_rho(tree: VPTree, dc: float, n_leaves: int = 16) -> float:
     """Mean cut-off rho over the points of a few leaves spread through the tree (cheap: 16 of 2**depth leaves)."""
     rho_tree = np.full(tree.n_points, np.nan)  # NaN: not sampled
     for leaf in np.unique(np.linspace(0, (1 << tree.depth) - 1, n_leaves).astype(np.int64)):
@@ -170,24 +208,33 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
     the others (local density maxima at the scale of the list) search the tree.
     """
     rank_tree = np.ascontiguousarray(rank[tree.ids])
-    delta2 = np.empty(tree.n_points, np.float32)
-    parent = np.empty(tree.n_points, np.int64)
-    densest = int(np.argmin(rank_tree))
-    delta2[densest] = _farthest_d2(tree.coords, densest)
-    parent[densest] = -1
-    if tree.neighbours is None:
-        searched = np.ones(tree.n_points, np.bool_)
-    else:
-        graph = tree.neighbours
-        searched = ~_denser_from_graph(graph.positions, graph.sq_dists, tree.ids, rank_tree, delta2, parent)
-    searched[densest] = False
-    positions = np.flatnonzero(searched)
-    min_rank = node_min(rank_tree, tree.leaf_start, tree.depth)
-    for first, last in chunks(positions.shape[0], progress):
-        chunk = positions[first:last]
-        delta2[chunk], parent[chunk] = nearest_denser(tree, rank_tree, min_rank, chunk)
+    delta2, parent = nearest_denser_in(tree, rank_tree, 0, tree.n_points, tree.neighbours, progress)
     out_delta = np.empty(tree.n_points, np.float64)
     out_parent = np.empty(tree.n_points, np.int64)
     out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))
     out_parent[tree.ids] = parent
     return out_delta, out_parent
+
+
+def nearest_denser_in(
+    tree: VPTree, rank_tree: np.ndarray, first: int, last: int, graph: NeighbourGraph | None = None, progress=None
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(squared delta as float32, parent) of tree positions [first, last), given the density rank in tree order
+    (one worker's share of ``delta``); ``graph``: the neighbour lists of exactly those positions, or None."""
+    n = last - first
+    delta2 = np.empty(n, np.float32)
+    parent = np.empty(n, np.int64)
+    if graph is None:
+        searched = np.ones(n, np.bool_)
+    else:
+        searched = ~_denser_from_graph(graph.positions, graph.sq_dists, tree.ids, rank_tree, first, delta2, parent)
+    densest = int(np.argmin(rank_tree))
+    if first <= densest < last:  # nothing is denser: delta is its largest distance
+        delta2[densest - first], parent[densest - first] = _farthest_d2(tree.coords, densest), -1
+        searched[densest - first] = False
+    positions = first + np.flatnonzero(searched)
+    min_rank = node_min(rank_tree, tree.leaf_start, tree.depth)
+    for start, end in chunks(positions.shape[0], progress):
+        chunk = positions[start:end]
+        delta2[chunk - first], parent[chunk - first] = nearest_denser(tree, rank_tree, min_rank, chunk)
+    return delta2, parent

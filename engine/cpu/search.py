@@ -107,23 +107,25 @@ def nearest_denser(tree: VPTree, rank_tree: np.ndarray, min_rank: np.ndarray, po
     return d2[:, 0], tree.ids[pos[:, 0]]
 
 
-def neighbour_graph(tree: VPTree, k: int = NEIGHBOURS, progress=None) -> NeighbourGraph:
-    """The k nearest neighbours of every tree position (fewer than k points: the lists end in -1)."""
+def neighbour_graph(tree: VPTree, k: int = NEIGHBOURS, progress=None, first: int = 0, last: int | None = None) -> NeighbourGraph:
+    """The k nearest neighbours of every tree position, or of positions [first, last) (fewer than k points: the
+    lists end in -1)."""
     n = tree.n_points
+    last = n if last is None else last
     # every point counts as denser: all ranked 0, under every query's bound of 1, and no node pruned by rank
     rank = np.zeros(n, np.int64)
     min_rank = np.zeros(tree.n_nodes, np.int64)
-    d2 = np.empty((n, k), np.float32)
-    pos = np.empty((n, k), np.int32)  # tree positions; half the memory of int64
-    for first, last in chunks(n, progress):
-        chunk_pos = np.empty((last - first, k), np.int64)
-        unbounded = np.full(last - first, np.inf, np.float32), np.full(last - first, NO_ID, np.int64)
+    d2 = np.empty((last - first, k), np.float32)
+    pos = np.empty((last - first, k), np.int32)  # tree positions; half the memory of int64
+    for start, end in chunks(last - first, progress):
+        chunk_pos = np.empty((end - start, k), np.int64)
+        unbounded = np.full(end - start, np.inf, np.float32), np.full(end - start, NO_ID, np.int64)
         _nearest_of(
-            np.arange(first, last), np.ones(last - first, np.int64), *unbounded, k, tree.coords, tree.leaf_start,
-            tree.ids, rank, tree.center, tree.cover_radius, min_rank, tree.min_id, tree.depth, bound_slack(tree.n_dims),
-            d2[first:last], chunk_pos,
+            np.arange(first + start, first + end), np.ones(end - start, np.int64), *unbounded, k, tree.coords,
+            tree.leaf_start, tree.ids, rank, tree.center, tree.cover_radius, min_rank, tree.min_id, tree.depth,
+            bound_slack(tree.n_dims), d2[start:end], chunk_pos,
         )  # fmt: skip
-        pos[first:last] = chunk_pos
+        pos[start:end] = chunk_pos
     return NeighbourGraph(pos, d2)
 
 

@@ -171,10 +171,11 @@ def _count_all(cumulative, begin, end):
 
 @nb.njit(parallel=True, nogil=True, cache=True)
 def _sweep(xs, ys, weight, cumulative, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2,
-           reach_lo, reach_hi, first, last, counts):  # fmt: skip
-    """counts[slot] = points within reach of the slot's point, itself included, for query strips [first, last)."""
+           reach_lo, reach_hi, first, last, first_lane, last_lane, counts):  # fmt: skip
+    """counts[slot] = points within reach of the slot's point, itself included, for query strips [first, last)
+    of lanes [first_lane, last_lane)."""
     n_strips = starts.shape[0] - 1
-    for lane in nb.prange(_LANES):
+    for lane in nb.prange(first_lane, last_lane):
         for a in range(first + _LANE_OFFSET[lane], last, _LANES):
             q_begin, q_end = starts[a], starts[a + 1]
             counts[q_begin:q_end] = 0
@@ -211,10 +212,13 @@ def _sweep(xs, ys, weight, cumulative, starts, y_low, y_high, x0, inv_width, bin
                         counts[p] += _count_within(xs, ys, weight, out_left, out_right, xs[p], ys[p], reach2)
 
 
-def cutoff_rho(coords: np.ndarray, dc: float, mean_rho: float, progress=None) -> np.ndarray:
+def cutoff_rho(coords: np.ndarray, dc: float, mean_rho: float, progress=None, part: int = 0, parts: int = 1) -> np.ndarray:
     """Cut-off rho (self excluded) of 2-D points ``coords`` (2, N) float32, in their order, as float64.
 
-    ``mean_rho`` (a rough estimate) only sets the strip height; the result is exact whatever it is.
+    ``mean_rho`` (a rough estimate) only sets the strip height; the result is exact whatever it is. ``part`` of
+    ``parts``: only that share of the lanes is swept (one worker's share: interleaved strips, so a dense region
+    is shared by all), and rho is NaN for the other points; the strips depend only on the points, dc and
+    mean_rho, so the parts of one call together give every point once.
     """
     reach2, reach_lo, reach_hi = reach_rule(dc, 2)
     x, y = coords[0], coords[1]
@@ -241,9 +245,15 @@ def cutoff_rho(coords: np.ndarray, dc: float, mean_rho: float, progress=None) ->
     bin_start = np.empty(bin_offsets[-1], np.int64)
     _bin_strips(xs, starts, x0, inv_width, bin_offsets, bin_start)
     counts = np.empty(xs.shape[0], np.int64)
+    first_lane, last_lane = part * _LANES // parts, (part + 1) * _LANES // parts
     for first, last in chunks(n_strips, progress, min_step=256):
         _sweep(xs, ys, weight, cumulative, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2,
-               reach_lo, reach_hi, first, last, counts)  # fmt: skip
+               reach_lo, reach_hi, first, last, first_lane, last_lane, counts)  # fmt: skip
     rho = np.empty(n, np.float64)
     rho[source] = (counts if slot is None else counts[slot]) - 1  # each point counted itself
+    if parts > 1:
+        swept = np.zeros(n_strips, np.bool_)
+        for lane in range(first_lane, last_lane):
+            swept[_LANE_OFFSET[lane] :: _LANES] = True
+        rho[~swept[strip]] = np.nan
     return rho

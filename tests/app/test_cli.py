@@ -205,3 +205,44 @@ def test_bench_incremental_checks_every_measured_batch():
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.strip().startswith("6,000")]
     assert len(rows) == 2 and all("8/8 equal" in row for row in rows)  # 3 inserts + 5 deletes, each against a fresh fit
+
+
+def test_a_local_dask_cluster_gives_the_single_process_result(tmp_path):
+    path = sample_data.path("blobs")
+    alone = dpstudio("cluster", path, "--json", "--backend", "cpu", "--kernel", "gaussian", "--out", tmp_path / "alone.csv")
+    spread = dpstudio("cluster", path, "--json", "--local-cluster", "2", "--kernel", "gaussian", "--out", tmp_path / "spread.csv")
+    assert alone.returncode == 0 and spread.returncode == 0, spread.stderr
+    assert "on 2 Dask workers" in json.loads(spread.stdout)["backend"]
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "spread.csv"), pd.read_csv(tmp_path / "alone.csv"))
+
+
+def test_a_running_dask_scheduler_is_used_by_its_address(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = sample_data.path("moons")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        spread = dpstudio("cluster", path, "--scheduler", cluster.scheduler_address, "--out", tmp_path / "spread.csv")
+    alone = dpstudio("cluster", path, "--backend", "cpu", "--out", tmp_path / "alone.csv")
+    assert spread.returncode == 0, spread.stderr
+    assert "rho and delta on 1 Dask worker (1 thread)" in spread.stdout
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "spread.csv"), pd.read_csv(tmp_path / "alone.csv"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--local-cluster", "0"], "--local-cluster needs at least 1 worker"),
+        (["--local-cluster", "2", "--method", "dbscan"], "spread density peaks (--method dpc) only"),
+        (["--local-cluster", "2", "--backend", "gpu"], "use --backend cpu"),
+        (["--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at tcp://127.0.0.1:9"),
+    ],
+)
+def test_bad_dask_options_exit_2_with_one_line(args, message):
+    result = dpstudio("cluster", sample_data.path("moons"), *args)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bench_distributed_checks_every_row():
+    result = dpstudio("bench", "--distributed", "--sizes", "20000", "--dims", "2", "--workers", "1,2")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.strip().startswith("20,000")]
+    assert len(rows) == 6 and sum(row.rstrip().endswith("yes") for row in rows) == 4  # 2 rules x (reference, 1, 2)

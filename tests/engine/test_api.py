@@ -15,7 +15,7 @@ def test_sklearn_conventions(rng):
     points = blobs(rng, 300)
     dp = DensityPeaks(dc_percent=3.0)
     assert dp.get_params() == {"dc": None, "dc_percent": 3.0, "dc_rule": "percent", "kernel": "cutoff", "suggest": "auto",
-                               "density_k": 16, "significance": 2.5, "noise": False, "backend": "auto"}  # fmt: skip
+                               "density_k": 16, "significance": 2.5, "noise": False, "backend": "auto", "client": None}  # fmt: skip
     assert repr(dp) == "DensityPeaks(dc_percent=3.0)"
     assert dp.set_params(kernel="gaussian") is dp and dp.kernel == "gaussian"
     with pytest.raises(ValueError, match="invalid parameter 'k'"):

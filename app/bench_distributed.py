@@ -1,0 +1,99 @@
+"""``dpstudio bench --distributed``: rho and delta on a Dask cluster of 1 worker against W workers, in one run,
+with the single-process backend as the reference every result must equal.
+
+Every worker process gets the same number of threads (the host's cores divided by the most workers compared), so
+the rows are strong scaling on one host: W workers have W times the threads of one. A cluster's setup (the points broadcast, a tree
+and a share of the neighbour lists built on every worker) is timed apart from the queries, which are what every
+dc change repeats. The Dask overhead per call is the same call on 1,000 points, minus the single process's time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from dpstudio.engine import IndexedPoints
+
+from .bench import SMALL_DC_MEAN_RHO, blobs, format_rows
+
+SHAPES = [(1_000_000, 2, "2%"), (1_000_000, 2, f"rho~{SMALL_DC_MEAN_RHO}")]
+COLUMNS = [
+    ("N", "{:,}"), ("d", "{}"), ("dc rule", "{}"), ("workers", "{}"), ("threads", "{}"), ("setup s", "{:.2f}"),
+    ("rho+delta s", "{:.3f}"), ("speed-up", "{:.2f}x"), ("efficiency", "{:.0%}"), ("overhead ms", "{:.0f}"),
+    ("equal", "{}"),
+]  # fmt: skip
+REPEATS = 3
+
+
+def _queries_seconds(indexed: IndexedPoints, dc: float) -> tuple[float, object]:
+    """Median seconds of rho + delta at dc (never cached), and the last result."""
+    seconds = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        fields = indexed.fields("cutoff", dc, cache=False)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), fields
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(getattr(a, name), getattr(b, name)) for name in ("rho", "delta", "parent", "order"))
+
+
+def bench_shape(n: int, d: int, rule: str, worker_counts: list[int], threads: int) -> list[dict]:
+    """Rows for one data set: one process (the reference), then each worker count with ``threads`` per worker."""
+    from distributed import Client, LocalCluster  # noqa: PLC0415  (an optional extra)
+
+    points = blobs(n, d)
+    alone = IndexedPoints(points, backend="cpu")
+    percent = 2.0 if rule == "2%" else 100.0 * SMALL_DC_MEAN_RHO / n
+    dc = alone.dc_for_percent(percent)
+    reference_seconds, reference = _queries_seconds(alone, dc)
+    tiny = points[:1000]
+    tiny_alone = IndexedPoints(tiny, backend="cpu")
+    tiny_seconds = _queries_seconds(tiny_alone, tiny_alone.dc_for_percent(2.0))[0]
+    rows = [{"N": n, "d": d, "dc rule": rule, "workers": "none (one process)", "threads": os.cpu_count(), "setup s": None,
+             "rho+delta s": reference_seconds, "speed-up": None, "efficiency": None, "overhead ms": None, "equal": "reference"}]  # fmt: skip
+    one_worker = None
+    for workers in worker_counts:
+        with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None,
+                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
+            client.run(_warm_up)  # compile or load the kernels in every worker outside the timings
+            started = time.perf_counter()
+            spread = IndexedPoints(points, backend="cpu", client=client)
+            spread.fields("cutoff", dc, cache=False)  # the first call waits for the workers' trees
+            setup = time.perf_counter() - started
+            seconds, fields = _queries_seconds(spread, dc)
+            tiny_spread = IndexedPoints(tiny, backend="cpu", client=client)
+            overhead = _queries_seconds(tiny_spread, tiny_spread.dc_for_percent(2.0))[0] - tiny_seconds
+        one_worker = one_worker or seconds
+        speed_up = one_worker / seconds
+        rows.append({"N": n, "d": d, "dc rule": rule, "workers": workers, "threads": threads * workers, "setup s": setup,
+                     "rho+delta s": seconds, "speed-up": speed_up, "efficiency": speed_up / (workers / worker_counts[0]),
+                     "overhead ms": 1000 * overhead, "equal": "yes" if _same(fields, reference) else "NO"})  # fmt: skip
+        print(f"  N={n:,} d={d} {rule}: {workers} workers {seconds:.3f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def _warm_up() -> None:
+    IndexedPoints(blobs(3000, 2), backend="cpu").fields("cutoff", 0.3)
+
+
+def run_distributed_bench(shapes=None, workers: list[int] | None = None, markdown=False) -> list[dict]:
+    workers = workers or [1, 2]
+    threads = max(1, (os.cpu_count() or 1) // max(workers))  # per worker
+    print(f"dpstudio bench --distributed: rho + delta (cut-off kernel) on a Dask LocalCluster of {' vs '.join(map(str, workers))} "
+          f"worker processes of {threads} thread(s) each, against one process with all {os.cpu_count()} cores", flush=True)  # fmt: skip
+    _warm_up()
+    rows = []
+    for n, d, rule in shapes or SHAPES:
+        rows += bench_shape(n, d, rule, workers, threads)
+    print(format_rows(rows, COLUMNS, markdown))
+    print("setup: broadcast + every worker's tree and neighbour lists (once per data set); rho+delta: median of "
+          f"{REPEATS} calls; speed-up and efficiency against {workers[0]} worker(s); overhead: the same call on 1,000 "
+          "points minus one process's time; equal: rho, delta, parent and order identical to one process")  # fmt: skip
+    return rows
