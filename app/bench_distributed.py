@@ -1,8 +1,9 @@
 """``dpstudio bench --distributed``: rho and delta on a Dask cluster of 1 worker against W workers, in one run,
-with the single-process backend as the reference every result must equal.
+with one process on the same backend as the reference every result must equal.
 
-Every worker process gets the same number of threads (the host's cores divided by the most workers compared), so
-the rows are strong scaling on one host: W workers have W times the threads of one. A cluster's setup (the points broadcast, a tree
+CPU: every worker process gets the same number of threads (the host's cores divided by the most workers
+compared), so the rows are strong scaling on one host: W workers have W times the threads of one. GPU: a dask-cuda
+LocalCUDACluster, one worker per GPU. A cluster's setup (the points broadcast, a tree
 and a share of the neighbour lists built on every worker) is timed apart from the queries, which are what every
 dc change repeats. The Dask overhead per call is the same call on 1,000 points, minus the single process's time.
 """
@@ -21,7 +22,8 @@ from dpstudio.engine import IndexedPoints
 
 from .bench import SMALL_DC_MEAN_RHO, blobs, format_rows
 
-SHAPES = [(1_000_000, 2, "2%"), (1_000_000, 2, f"rho~{SMALL_DC_MEAN_RHO}")]
+SHAPES = {"cpu": [(1_000_000, 2, "2%"), (1_000_000, 2, f"rho~{SMALL_DC_MEAN_RHO}")],
+          "gpu": [(20_000_000, 2, "2%"), (100_000_000, 2, f"rho~{SMALL_DC_MEAN_RHO}")]}  # the issue's shapes
 COLUMNS = [
     ("N", "{:,}"), ("d", "{}"), ("dc rule", "{}"), ("workers", "{}"), ("threads", "{}"), ("setup s", "{:.2f}"),
     ("rho+delta s", "{:.3f}"), ("speed-up", "{:.2f}x"), ("efficiency", "{:.0%}"), ("overhead ms", "{:.0f}"),
@@ -44,54 +46,70 @@ def _same(a, b) -> bool:
     return all(np.array_equal(getattr(a, name), getattr(b, name)) for name in ("rho", "delta", "parent", "order"))
 
 
-def bench_shape(n: int, d: int, rule: str, worker_counts: list[int], threads: int) -> list[dict]:
+def _cluster(backend: str, workers: int, threads: int):
+    if backend == "gpu":
+        from dask_cuda import LocalCUDACluster  # noqa: PLC0415  (an optional extra)
+
+        return LocalCUDACluster(n_workers=workers, dashboard_address=None, silence_logs=logging.ERROR)
+    from distributed import LocalCluster  # noqa: PLC0415
+
+    return LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None,
+                        silence_logs=logging.ERROR)  # fmt: skip
+
+
+def bench_shape(n: int, d: int, rule: str, backend: str, worker_counts: list[int], threads: int) -> list[dict]:
     """Rows for one data set: one process (the reference), then each worker count with ``threads`` per worker."""
-    from distributed import Client, LocalCluster  # noqa: PLC0415  (an optional extra)
+    from distributed import Client  # noqa: PLC0415  (an optional extra)
 
     points = blobs(n, d)
-    alone = IndexedPoints(points, backend="cpu")
+    alone = IndexedPoints(points, backend=backend)
     percent = 2.0 if rule == "2%" else 100.0 * SMALL_DC_MEAN_RHO / n
     dc = alone.dc_for_percent(percent)
     reference_seconds, reference = _queries_seconds(alone, dc)
     tiny = points[:1000]
-    tiny_alone = IndexedPoints(tiny, backend="cpu")
+    tiny_alone = IndexedPoints(tiny, backend=backend)
     tiny_seconds = _queries_seconds(tiny_alone, tiny_alone.dc_for_percent(2.0))[0]
-    rows = [{"N": n, "d": d, "dc rule": rule, "workers": "none (one process)", "threads": os.cpu_count(), "setup s": None,
+    rows = [{"N": n, "d": d, "dc rule": rule, "workers": "none (one process)", "threads": _threads_of(backend, os.cpu_count()), "setup s": None,
              "rho+delta s": reference_seconds, "speed-up": None, "efficiency": None, "overhead ms": None, "equal": "reference"}]  # fmt: skip
     one_worker = None
     for workers in worker_counts:
-        with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None,
-                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
-            client.run(_warm_up)  # compile or load the kernels in every worker outside the timings
+        with _cluster(backend, workers, threads) as cluster, Client(cluster) as client:
+            client.run(_warm_up, backend)  # compile or load the kernels in every worker outside the timings
             started = time.perf_counter()
-            spread = IndexedPoints(points, backend="cpu", client=client)
+            spread = IndexedPoints(points, backend=backend, client=client)
             spread.fields("cutoff", dc, cache=False)  # the first call waits for the workers' trees
             setup = time.perf_counter() - started
             seconds, fields = _queries_seconds(spread, dc)
-            tiny_spread = IndexedPoints(tiny, backend="cpu", client=client)
+            tiny_spread = IndexedPoints(tiny, backend=backend, client=client)
             overhead = _queries_seconds(tiny_spread, tiny_spread.dc_for_percent(2.0))[0] - tiny_seconds
         one_worker = one_worker or seconds
         speed_up = one_worker / seconds
-        rows.append({"N": n, "d": d, "dc rule": rule, "workers": workers, "threads": threads * workers, "setup s": setup,
+        rows.append({"N": n, "d": d, "dc rule": rule, "workers": workers, "threads": _threads_of(backend, threads * workers), "setup s": setup,
                      "rho+delta s": seconds, "speed-up": speed_up, "efficiency": speed_up / (workers / worker_counts[0]),
                      "overhead ms": 1000 * overhead, "equal": "yes" if _same(fields, reference) else "NO"})  # fmt: skip
         print(f"  N={n:,} d={d} {rule}: {workers} workers {seconds:.3f} s", file=sys.stderr, flush=True)
     return rows
 
 
-def _warm_up() -> None:
-    IndexedPoints(blobs(3000, 2), backend="cpu").fields("cutoff", 0.3)
+def _threads_of(backend: str, threads: int) -> str | int:
+    return "GPU" if backend == "gpu" else threads
 
 
-def run_distributed_bench(shapes=None, workers: list[int] | None = None, markdown=False) -> list[dict]:
+def _warm_up(backend: str) -> None:
+    for kernel in ("cutoff", "gaussian"):
+        IndexedPoints(blobs(3000, 2), backend=backend).fields(kernel, 0.3)
+
+
+def run_distributed_bench(shapes=None, backend: str = "cpu", workers: list[int] | None = None, markdown=False) -> list[dict]:
     workers = workers or [1, 2]
-    threads = max(1, (os.cpu_count() or 1) // max(workers))  # per worker
-    print(f"dpstudio bench --distributed: rho + delta (cut-off kernel) on a Dask LocalCluster of {' vs '.join(map(str, workers))} "
-          f"worker processes of {threads} thread(s) each, against one process with all {os.cpu_count()} cores", flush=True)  # fmt: skip
-    _warm_up()
+    threads = max(1, (os.cpu_count() or 1) // max(workers))  # per CPU worker
+    each = "one GPU" if backend == "gpu" else f"{threads} thread(s)"
+    print(f"dpstudio bench --distributed: rho + delta (cut-off kernel) on a Dask cluster of {' vs '.join(map(str, workers))} "
+          f"workers of {each} each, against one process", flush=True)  # fmt: skip
+    _warm_up(backend)
     rows = []
-    for n, d, rule in shapes or SHAPES:
-        rows += bench_shape(n, d, rule, workers, threads)
+    for n, d, rule in shapes or SHAPES[backend]:
+        rows += bench_shape(n, d, rule, backend, workers, threads)
     print(format_rows(rows, COLUMNS, markdown))
     print("setup: broadcast + every worker's tree and neighbour lists (once per data set); rho+delta: median of "
           f"{REPEATS} calls; speed-up and efficiency against {workers[0]} worker(s); overhead: the same call on 1,000 "

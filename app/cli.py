@@ -74,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     dask = cluster.add_mutually_exclusive_group()
     dask.add_argument("--scheduler", metavar="ADDRESS",
                       help=f"dpc: compute rho and delta on the workers of this Dask scheduler (reached within {SCHEDULER_TIMEOUT} s)")  # fmt: skip
-    dask.add_argument("--local-cluster", metavar="N", type=int, help="dpc: ... on a Dask cluster of N worker processes started here")
+    dask.add_argument("--local-cluster", metavar="N", type=int,
+                      help="dpc: ... on a Dask cluster started here: N CPU worker processes, or N GPUs with --backend gpu (dask-cuda)")  # fmt: skip
     cluster.set_defaults(run=_cluster)
 
     stream = commands.add_parser("stream", help="replay a data file as a stream: a base fit, then batches inserted one by one")
@@ -99,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--batch", type=int, default=1000, help="--incremental: points per batch (default 1000)")
     bench.add_argument("--batches", type=int, help="--incremental: time only the last K batches (default: every batch after a 10%% base)")
     bench.add_argument("--distributed", action="store_true",
-                       help="dpc rho + delta on a Dask LocalCluster of 1 vs W workers (default 1M x 2; needs dpstudio[distributed])")  # fmt: skip
+                       help="dpc rho + delta on a local Dask cluster of 1 vs W workers (GPUs: dask-cuda; needs dpstudio[distributed])")  # fmt: skip
     bench.add_argument("--workers", type=_ints, default=[1, 2], help="--distributed: worker counts to compare (default 1,2)")
     bench.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     bench.set_defaults(run=_bench)
@@ -256,19 +257,17 @@ def _stream(args) -> int:
 
 @contextlib.contextmanager
 def _dask_client(args):
-    """The Dask client that ``--scheduler`` or ``--local-cluster`` ask for (None without them), closed after."""
+    """The Dask client that ``--scheduler`` or ``--local-cluster`` ask for (None without them), closed after.
+    A local cluster has one worker per GPU with ``--backend gpu`` (dask-cuda), else CPU worker processes."""
     if args.scheduler is None and args.local_cluster is None:
         yield None
         return
     if args.method != "dpc":
         raise ValueError("--scheduler and --local-cluster spread density peaks (--method dpc) only")
-    if args.backend == "gpu":
-        raise ValueError("a Dask cluster computes on the cpu backend for now: use --backend cpu")
     try:
         from distributed import Client, LocalCluster  # noqa: PLC0415  (an optional extra)
     except ImportError as exc:
         raise ValueError(f"a Dask cluster needs dask.distributed: pip install 'dpstudio[distributed]' ({exc})") from None
-    args.backend = "cpu"
     if args.scheduler is not None:
         try:
             client = Client(args.scheduler, timeout=SCHEDULER_TIMEOUT)
@@ -279,9 +278,18 @@ def _dask_client(args):
         return
     if args.local_cluster < 1:
         raise ValueError(f"--local-cluster needs at least 1 worker, got {args.local_cluster}")
-    threads = max(1, (os.cpu_count() or 1) // args.local_cluster)
-    with LocalCluster(n_workers=args.local_cluster, threads_per_worker=threads, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:  # fmt: skip
+    if args.backend == "gpu":
+        try:
+            from dask_cuda import LocalCUDACluster  # noqa: PLC0415
+        except ImportError as exc:
+            raise ValueError(f"--local-cluster with --backend gpu needs dask-cuda (one worker per GPU): {exc}") from None
+        cluster = LocalCUDACluster(n_workers=args.local_cluster, dashboard_address=None, silence_logs=logging.ERROR)
+    else:
+        args.backend = "cpu"  # the workers are CPU processes, and the caller's backend is theirs
+        threads = max(1, (os.cpu_count() or 1) // args.local_cluster)
+        cluster = LocalCluster(n_workers=args.local_cluster, threads_per_worker=threads, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+    with cluster, Client(cluster) as client:
         yield client
 
 
@@ -416,7 +424,7 @@ def _bench(args) -> int:
         from .bench_distributed import SMALL_DC_MEAN_RHO, run_distributed_bench
 
         shapes = args.sizes and [(n, d, rule) for n in args.sizes for d in args.dims for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}")]
-        run_distributed_bench(shapes, workers=args.workers, markdown=args.markdown)
+        run_distributed_bench(shapes, backend=args.backend, workers=args.workers, markdown=args.markdown)
         return 0
     if args.method == "dbscan":
         from .bench_dbscan import run_dbscan_bench

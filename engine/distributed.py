@@ -3,9 +3,11 @@
 The points go to every worker once (one broadcast), and each worker builds the same VP-tree (the build is
 deterministic and cheap next to the queries). rho is computed by ranges of leaves, one range per worker, cut so
 that each range holds the same share of an estimated cost (``leaf_costs``: dense leaves cost far more than their
-count); 2-D cut-off rho, which one process takes from the strip sweep, by interleaved shares of its strips (so
-every worker gets a share of each dense region). delta and parent by ranges of tree positions, each worker holding
-the neighbour lists of its own range only. Every worker returns its values with their point indices, so the gathered arrays are exactly a single
+count); on the CPU, 2-D cut-off rho, which one process takes from the strip sweep, by interleaved shares of its
+strips (so every worker gets a share of each dense region). delta and parent by equal ranges of leaves, each CPU
+worker holding the neighbour lists of its own range only. On the GPU a share of cut-off rho counts every pair of
+its points (one process counts each pair once, for both points, which a share cannot: the other point may be
+another worker's), so one GPU worker does about twice one process's rho work. Every worker returns its values with their point indices, so the gathered arrays are exactly a single
 backend's (the same float32 distance rule and tie rules in the same kernels). Labels, halo and everything else
 stay on the caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows
 partitioned).
@@ -22,87 +24,104 @@ region) search the other regions. See the README's "Scale-out" section for what 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from .backends import get_backend
 from .cpu import strips
-from .cpu.density import leaf_costs, nearest_denser_in, rho_of_leaves, sampled_mean_rho
-from .cpu.index import build_vptree
+from .cpu.density import leaf_costs, sampled_mean_rho
 from .cpu.search import neighbour_graph
-from .vptree import NeighbourGraph
-
-DISTRIBUTED_BACKENDS = ("cpu",)  # the GPU backend's kernels for ranges of leaves are not written yet
+from .vptree import NeighbourGraph, VPTree, tree_depth
 
 
 class Replicas:
-    """The same VP-tree on every worker of a Dask ``client``, built from one broadcast of ``points`` (N, d)
-    float32; ``rho`` and ``delta`` take the same arguments as a backend's and give the same results."""
+    """The same VP-tree on every worker of a Dask ``client``, built on the ``backend`` ("cpu" or "gpu") from one
+    broadcast of ``points`` (N, d) float32; ``rho`` and ``delta`` take the same arguments as a backend's and give
+    the same results, on the caller's device.
+
+    Shares are runs of leaves, so each worker returns its values in tree order alone: the gathered runs are the
+    whole tree order, which the workers' tree order (fetched once) puts back in point order.
+    """
 
     def __init__(self, client, points: np.ndarray, backend: str = "cpu"):
-        if backend not in DISTRIBUTED_BACKENDS:
-            raise ValueError(f"distributed clustering runs on the {', '.join(DISTRIBUTED_BACKENDS)} backend, not {backend!r}")
         self.client = client
+        self.backend = backend
+        self._engine = get_backend(backend)
         self.workers = sorted(client.scheduler_info()["workers"])
         if not self.workers:
             raise ValueError("the Dask cluster has no workers")
         self.n_points = points.shape[0]
         shared = client.scatter(np.ascontiguousarray(points, np.float32), broadcast=True, hash=False)
-        self.trees = [client.submit(_build, shared, workers=[w], pure=False) for w in self.workers]
-        # delta's ranges are fixed (its cost is nearly the same per point), so each worker lists its neighbours once
-        self.position_cuts = np.linspace(0, self.n_points, len(self.workers) + 1).astype(np.int64)
-        self.graphs = [
-            client.submit(_graph_rows, tree, int(first), int(last), workers=[w], pure=False)
-            for tree, w, first, last in zip(self.trees, self.workers, self.position_cuts[:-1], self.position_cuts[1:])
-        ]  # fmt: skip
+        self.trees = [self._on(w, _build, shared, backend) for w in self.workers]
+        # delta costs nearly the same per point: equal ranges of leaves, fixed, so each lists its neighbours once
+        self.n_leaves = 1 << tree_depth(self.n_points)  # as every worker's fresh build has
+        self.leaf_cuts = np.linspace(0, self.n_leaves, len(self.workers) + 1).astype(np.int64)
+        self.graphs = [self._on(w, _graph_rows, t, backend, a, b) for w, t, a, b in self._shares(self.leaf_cuts)]
+        self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker
+        self._ids = None  # those on the caller's device, once fetched
 
-    def rho(self, tree, dc: float, kernel: str, progress=None) -> np.ndarray:
+    def rho(self, tree, dc: float, kernel: str, progress=None):
         """rho in original order; ``tree`` is the caller's index over the same points (its shape may differ from
         the workers' trees: an index updated by inserts and deletes is not the one a fresh build gives)."""
         self._check(tree)
-        if kernel == "cutoff" and tree.n_dims == 2:  # the strip sweep, as one process computes it, in shares of strips
+        if self.backend == "cpu" and kernel == "cutoff" and tree.n_dims == 2:  # the strip sweep, in shares of strips
             mean_rho = sampled_mean_rho(tree, dc)  # one strip height for all, so the shares fit together
-            futures = [
-                self.client.submit(_strips_share, t, dc, mean_rho, part, len(self.workers), workers=[w], pure=False)
-                for part, (t, w) in enumerate(zip(self.trees, self.workers))
-            ]  # fmt: skip
+            parts = len(self.workers)
+            futures = [self._on(w, _strips_share, t, dc, mean_rho, k, parts) for k, (w, t) in enumerate(zip(self.workers, self.trees))]
+            out = np.empty(self.n_points, np.float64)
+            for ids, values in self._gather(futures, progress):
+                out[ids] = values
+            return out
+        if len(self.workers) == 1:  # nothing to balance
+            cuts = np.array([0, self.n_leaves])
         else:
-            costs = self.client.submit(_leaf_costs, self.trees[0], dc, kernel, workers=self.workers[:1], pure=False)
-            cuts = balanced_cuts(costs.result(), len(self.workers))
-            futures = [
-                self.client.submit(_rho_range, t, dc, kernel, int(first), int(last), workers=[w], pure=False)
-                for t, w, first, last in zip(self.trees, self.workers, cuts[:-1], cuts[1:])
-            ]  # fmt: skip
-        out = np.empty(self.n_points, np.float64)
-        for ids, values in self._gather(futures, progress):
-            out[ids] = values
-        return out
+            cuts = balanced_cuts(self._on(self.workers[0], _leaf_costs, self.trees[0], dc, kernel).result(), len(self.workers))
+        futures = [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, a, b) for w, t, a, b in self._shares(cuts)]
+        return self._in_point_order(np.concatenate(self._gather(futures, progress)))
 
-    def delta(self, tree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    def delta(self, tree, rank, progress=None):
         """(delta, parent) in original order, given every point's density rank (0 = densest)."""
         self._check(tree)
-        shared_rank = self.client.scatter(np.asarray(rank, np.int64), broadcast=True, hash=False)
+        shared_rank = self.client.scatter(_host(rank).astype(np.int32), broadcast=True, hash=False)
         futures = [
-            self.client.submit(_delta_range, t, g, shared_rank, int(first), int(last), workers=[w], pure=False)
-            for t, g, w, first, last in zip(self.trees, self.graphs, self.workers, self.position_cuts[:-1], self.position_cuts[1:])
+            self._on(w, _delta_of_leaves, t, g, self.backend, shared_rank, a, b)
+            for (w, t, a, b), g in zip(self._shares(self.leaf_cuts), self.graphs)
         ]  # fmt: skip
-        delta, parent = np.empty(self.n_points, np.float64), np.empty(self.n_points, np.int64)
-        for ids, delta2, parents in self._gather(futures, progress):
-            delta[ids] = np.sqrt(delta2.astype(np.float64))
-            parent[ids] = parents
-        return delta, parent
+        shares = self._gather(futures, progress)
+        delta2 = self._in_point_order(np.concatenate([d2 for d2, _ in shares]))
+        parent = self._in_point_order(np.concatenate([p for _, p in shares]))
+        xp = self._engine.xp
+        return xp.sqrt(delta2.astype(xp.float64)), parent.astype(xp.int64)
+
+    def _in_point_order(self, values_tree: np.ndarray):
+        """Values in the workers' tree order -> point order, on the caller's device (a GPU scatters them there)."""
+        if self._ids is None:
+            self._ids = self._engine.asarray(self._tree_ids.result())
+        values = self._engine.asarray(values_tree)
+        out = self._engine.xp.empty_like(values)
+        out[self._ids] = values
+        return out
+
+    def _on(self, worker: str, function, *args):
+        return self.client.submit(function, *args, workers=[worker], pure=False)
+
+    def _shares(self, cuts: np.ndarray):
+        """(worker, its tree, first leaf, last leaf) for each worker's share between consecutive cuts."""
+        return [(w, t, int(a), int(b)) for w, t, a, b in zip(self.workers, self.trees, cuts[:-1], cuts[1:])]
 
     def _check(self, tree) -> None:
         if tree.n_points != self.n_points:
             raise ValueError(f"the index holds {tree.n_points} points, the workers {self.n_points}")
 
     def _gather(self, futures, progress) -> list:
+        """The futures' results in their order, progress reported as each arrives."""
         from distributed import as_completed  # noqa: PLC0415  (dask is optional)
 
-        results = []
-        for done, future in enumerate(as_completed(futures), start=1):
-            results.append(future.result())
+        for done, _ in enumerate(as_completed(futures), start=1):
             if progress is not None:
                 progress(done / len(futures))
-        return results
+        return [future.result() for future in futures]
 
 
 def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
@@ -114,7 +133,7 @@ def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# on the workers
+# on the workers: each returns NumPy arrays
 
 
 def _threads() -> None:
@@ -125,35 +144,51 @@ def _threads() -> None:
     numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, get_worker().state.nthreads)))
 
 
-def _build(points: np.ndarray):
+def _build(points: np.ndarray, backend: str) -> VPTree:
     _threads()
-    return build_vptree(points, graph=False)
+    engine = get_backend(backend)
+    if engine.name == "cpu":
+        return engine.build_vptree(points, graph=False)  # each worker lists the neighbours of its own share only
+    return engine.build_vptree(engine.asarray(points))
 
 
-def _graph_rows(tree, first: int, last: int) -> NeighbourGraph:
+def _graph_rows(tree: VPTree, backend: str, first_leaf: int, last_leaf: int) -> NeighbourGraph | None:
+    if backend != "cpu":  # the GPU's delta searches the tree
+        return None
     _threads()
-    return neighbour_graph(tree, first=first, last=last)
+    return neighbour_graph(tree, first=int(tree.leaf_start[first_leaf]), last=int(tree.leaf_start[last_leaf]))
 
 
-def _leaf_costs(tree, dc: float, kernel: str) -> np.ndarray:
+def _leaf_costs(tree: VPTree, dc: float, kernel: str) -> np.ndarray:
+    """``leaf_costs`` on the CPU, from the tree's node balls alone (a GPU tree's are copied: a few MB)."""
     _threads()
-    return leaf_costs(tree, dc, kernel)
+    small = {name: _host(getattr(tree, name)) for name in ("leaf_start", "center", "cover_radius")}
+    return leaf_costs(dataclasses.replace(tree, coords=np.empty((tree.n_dims, 0), np.float32), **small), dc, kernel)
 
 
-def _rho_range(tree, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> tuple[np.ndarray, np.ndarray]:
+def _tree_ids(tree: VPTree) -> np.ndarray:
+    return _host(tree.ids)
+
+
+def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> np.ndarray:
     _threads()
-    values = rho_of_leaves(tree, dc, kernel, first_leaf, last_leaf)
-    return tree.ids[tree.leaf_start[first_leaf] : tree.leaf_start[last_leaf]], values
+    return _host(get_backend(backend).rho_of_leaves(tree, dc, kernel, first_leaf, last_leaf))
 
 
-def _strips_share(tree, dc: float, mean_rho: float, part: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
+def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: int):
     _threads()
     rho_tree = strips.cutoff_rho(tree.coords, dc, mean_rho, part=part, parts=parts)
     mine = ~np.isnan(rho_tree)
     return tree.ids[mine], rho_tree[mine]
 
 
-def _delta_range(tree, graph: NeighbourGraph, rank: np.ndarray, first: int, last: int):
+def _delta_of_leaves(tree: VPTree, graph, backend: str, rank: np.ndarray, first_leaf: int, last_leaf: int):
+    """(squared delta, parent) of the share; parent as int32 below 2**31 points (half the bytes to send)."""
     _threads()
-    delta2, parent = nearest_denser_in(tree, np.ascontiguousarray(rank[tree.ids]), first, last, graph)
-    return tree.ids[first:last], delta2, parent
+    engine = get_backend(backend)
+    delta2, parent = engine.delta_of_leaves(tree, engine.asarray(rank)[tree.ids], first_leaf, last_leaf, graph)
+    return _host(delta2), _host(parent.astype(np.int32) if tree.n_points < 2**31 else parent)
+
+
+def _host(values) -> np.ndarray:
+    return values.get() if hasattr(values, "get") else np.asarray(values)

@@ -98,9 +98,10 @@ def _denser_from_graph(positions, sq_dists, ids, rank, first, delta2, parent):
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _leaf_costs(coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, costs):
-    """The cheap pass of ``leaf_costs``: one traversal per leaf, no point touched."""
-    for leaf in nb.prange(1 << depth):
+def _leaf_costs(coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, leaves, costs):
+    """The cheap pass of ``leaf_costs`` for the listed leaves: one traversal per leaf, no point touched."""
+    for i in nb.prange(leaves.shape[0]):
+        leaf = leaves[i]
         nodes = np.empty(STACK, np.int64)
         levels = np.empty(STACK, np.int64)
         candidates = np.empty(1 << depth, np.int64)
@@ -110,7 +111,7 @@ def _leaf_costs(coords, leaf_start, center, radius, depth, reach_lo, reach_hi, g
         scanned = 0
         for c in range(n_candidates):
             scanned += leaf_start[candidates[c] + 1] - leaf_start[candidates[c]]
-        costs[leaf] = (leaf_start[leaf + 1] - leaf_start[leaf]) * (scanned + 1)
+        costs[i] = (leaf_start[leaf + 1] - leaf_start[leaf]) * (scanned + 1)
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
@@ -144,17 +145,22 @@ def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_le
     return rho_tree[tree.leaf_start[first_leaf] : tree.leaf_start[last_leaf]]
 
 
-def leaf_costs(tree: VPTree, dc: float, kernel: str) -> np.ndarray:
+def leaf_costs(tree: VPTree, dc: float, kernel: str, sampled: int = 4096) -> np.ndarray:
     """An estimate of each leaf's share of the work of ``rho_of_leaves``, from a pass that touches no point: its
     points times the points of the leaves it must scan point by point (those its bounds leave undecided).
-    Dense regions cost far more than their count, so work is split by this, not by points."""
+    Dense regions cost far more than their count, so work is split by this, not by points. Past ``sampled``
+    leaves, every k-th leaf is measured and stands for the k leaves from it (neighbours in tree order are
+    neighbours in space): at 2% of 20M points a full pass would cost a good part of rho itself."""
     _, reach_lo, reach_hi = reach_rule(rho_reach(dc, kernel), tree.n_dims)
-    costs = np.empty(1 << tree.depth, np.int64)
+    n_leaves = 1 << tree.depth
+    step = max(1, n_leaves // sampled)
+    leaves = np.arange(0, n_leaves, step, dtype=np.int64)
+    costs = np.empty(leaves.shape[0], np.int64)
     _leaf_costs(
-        tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, reach_lo, reach_hi, kernel == "gaussian",
-        bound_slack(tree.n_dims), costs,
+        tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, reach_lo, reach_hi,
+        kernel == "gaussian", bound_slack(tree.n_dims), leaves, costs,
     )  # fmt: skip
-    return costs
+    return np.repeat(costs, step)[:n_leaves]
 
 
 def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_leaf: int, rho_tree: np.ndarray) -> None:
@@ -208,7 +214,7 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
     the others (local density maxima at the scale of the list) search the tree.
     """
     rank_tree = np.ascontiguousarray(rank[tree.ids])
-    delta2, parent = nearest_denser_in(tree, rank_tree, 0, tree.n_points, tree.neighbours, progress)
+    delta2, parent = delta_of_leaves(tree, rank_tree, 0, 1 << tree.depth, tree.neighbours, progress)
     out_delta = np.empty(tree.n_points, np.float64)
     out_parent = np.empty(tree.n_points, np.int64)
     out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))
@@ -216,11 +222,15 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
     return out_delta, out_parent
 
 
-def nearest_denser_in(
-    tree: VPTree, rank_tree: np.ndarray, first: int, last: int, graph: NeighbourGraph | None = None, progress=None
+def delta_of_leaves(
+    tree: VPTree, rank_tree: np.ndarray, first_leaf: int, last_leaf: int, graph: NeighbourGraph | None = None,
+    progress=None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(squared delta as float32, parent) of tree positions [first, last), given the density rank in tree order
-    (one worker's share of ``delta``); ``graph``: the neighbour lists of exactly those positions, or None."""
+    """(squared delta as float32, parent) of the points of leaves [first_leaf, last_leaf), in tree order, given
+    the density rank in tree order (one worker's share of ``delta``); ``graph``: the neighbour lists of exactly
+    those points, or None."""
+    rank_tree = np.ascontiguousarray(rank_tree, np.int64)
+    first, last = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
     n = last - first
     delta2 = np.empty(n, np.float32)
     parent = np.empty(n, np.int64)

@@ -29,7 +29,9 @@ _THREADS = 256
 # from this many dimensions on, cut-off rho and delta scan leaves on the tensor cores (3xTF32 with an exact
 # recheck near the decision); below it the float32 register tiles are faster (measured on an H100, see README)
 TENSOR_TILE_MIN_DIMS = 8
-_TEMPLATES = ["pair_counts<false>", "pair_counts<true>", "delta_leaves<false>", "delta_leaves<true>"]
+_TEMPLATES = [f"pair_counts<{t},{s}>" for t in ("false", "true") for s in ("false", "true")] + [
+    "delta_leaves<false>", "delta_leaves<true>"
+]  # fmt: skip
 _SYNC = os.environ.get("DPSTUDIO_GPU_SYNC") == "1"
 _I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
 NO_ID = np.iinfo(np.int64).max  # min_id of an empty node
@@ -245,23 +247,18 @@ def _node_max(values_tree: cp.ndarray, tree: VPTree) -> cp.ndarray:
 @_gpu_memory("computing rho")
 def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
     n, d, depth = tree.n_points, tree.n_dims, tree.depth
-    slack = _F64(bound_slack(d))
-    rho_tree = _output(n, _F64)
     if kernel == "gaussian":
-        reach2, _, reach_hi = reach_rule(gaussian_reach(dc), d)
-        _launch(
-            "gaussian_rho", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth), tree.leaf_start, tree.center,
-            tree.cover_radius, reach2, _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2), slack, _NO_SLOTS, rho_tree,
-        )  # fmt: skip
+        rho_tree = _gaussian_rho(tree, dc, 0, 1 << depth)
     else:  # each pair counted once, for both of its points (the counters must start at zero)
         reach2, reach_lo, reach_hi = reach_rule(dc, d)
         count = cp.zeros(n, cp.uint32)
         node_count = cp.zeros((2 << depth) - 1, cp.uint32)
         _launch(
-            f"pair_counts<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth),
-            tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), slack, count,
-            node_count,
+            f"pair_counts<{_tensor_tiles(d)},true>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth),
+            tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), _F64(bound_slack(d)),
+            count, node_count, _I64(0), _I64(-1),
         )  # fmt: skip
+        rho_tree = _output(n, _F64)
         _launch("add_node_tallies", 32 << depth, tree.leaf_start, _I32(depth), count, node_count, _F64(-1.0), rho_tree)
     if progress is not None:
         progress(1.0)
@@ -270,30 +267,72 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
     return out
 
 
+@_gpu_memory("computing rho")
+def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> cp.ndarray:
+    """rho (float64) of the points of leaves [first_leaf, last_leaf), in tree order: one worker's share of ``rho``
+    (the same values; a cut-off count here counts every pair of the share's points, twice the work per pair)."""
+    n, d, depth = tree.n_points, tree.n_dims, tree.depth
+    start, end = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
+    if kernel == "gaussian":
+        return _gaussian_rho(tree, dc, first_leaf, last_leaf)[start:end]
+    reach2, reach_lo, reach_hi = reach_rule(dc, d)
+    count = cp.zeros(n, cp.uint32)
+    _launch(
+        f"pair_counts<{_tensor_tiles(d)},false>", 32 * (last_leaf - first_leaf), tree.coords, _I64(n), _I32(d),
+        _I32(depth), tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi),
+        _F64(bound_slack(d)), count, count, _I64(first_leaf), _I64(last_leaf),
+    )  # fmt: skip
+    return count[start:end].astype(_F64) - 1.0  # each point counted itself
+
+
+def _gaussian_rho(tree: VPTree, dc: float, first_leaf: int, last_leaf: int) -> cp.ndarray:
+    """Gaussian rho of the points of leaves [first_leaf, last_leaf) into a tree-order array (the rest unwritten)."""
+    rho_tree = _output(tree.n_points, _F64)
+    reach2, _, reach_hi = reach_rule(gaussian_reach(dc), tree.n_dims)
+    _launch(
+        "gaussian_rho", 32 * (last_leaf - first_leaf), tree.coords, _I64(tree.n_points), _I32(tree.n_dims),
+        _I32(tree.depth), tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_hi),
+        _F64(1.0 / np.float64(dc) ** 2), _F64(bound_slack(tree.n_dims)), _NO_SLOTS, rho_tree, _I64(first_leaf),
+        _I64(last_leaf),
+    )  # fmt: skip
+    return rho_tree
+
+
 @_gpu_memory("computing delta")
 def delta(tree: VPTree, rank: cp.ndarray, progress=None) -> tuple[cp.ndarray, cp.ndarray]:
     """(delta, parent) in original order, given every point's density rank (0 = densest)."""
-    n, d, depth = tree.n_points, tree.n_dims, tree.depth
-    rank_tree = rank[tree.ids].astype(_I32)
-    delta2 = _output(n, _F32)
-    parent = _output(n, _I64)
-    _launch(
-        f"delta_leaves<{_tensor_tiles(d)}>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth),
-        tree.leaf_start, tree.ids, rank_tree, tree.center, tree.cover_radius, _node_min(rank_tree, tree), _min_id32(tree),
-        _F64(bound_slack(d)), delta2, parent,
-    )  # fmt: skip
-    densest = int(cp.argmin(rank_tree))  # the one point with nothing denser: delta is its farthest distance
-    to_densest = _output(n, _F32)
-    _launch("sq_to_point", n, tree.coords, _I64(n), _I32(d), _I64(densest), to_densest)
-    delta2[densest] = to_densest.max()
-    parent[densest] = -1
+    delta2, parent = delta_of_leaves(tree, rank[tree.ids].astype(_I32), 0, 1 << tree.depth)
     if progress is not None:
         progress(1.0)
-    out_delta = cp.empty(n, _F64)
-    out_parent = cp.empty(n, _I64)
+    out_delta = cp.empty(tree.n_points, _F64)
+    out_parent = cp.empty(tree.n_points, _I64)
     out_delta[tree.ids] = cp.sqrt(delta2.astype(_F64))
     out_parent[tree.ids] = parent
     return out_delta, out_parent
+
+
+@_gpu_memory("computing delta")
+def delta_of_leaves(tree: VPTree, rank_tree: cp.ndarray, first_leaf: int, last_leaf: int, graph=None):
+    """(squared delta as float32, parent) of the points of leaves [first_leaf, last_leaf), in tree order, given the
+    density rank in tree order: one worker's share of ``delta``. (``graph``: the CPU backend's neighbour lists; the
+    GPU searches the tree instead.)"""
+    n, d, depth = tree.n_points, tree.n_dims, tree.depth
+    rank_tree = rank_tree.astype(_I32, copy=False)
+    delta2 = _output(n, _F32)
+    parent = _output(n, _I64)
+    _launch(
+        f"delta_leaves<{_tensor_tiles(d)}>", 32 * (last_leaf - first_leaf), tree.coords, _I64(n), _I32(d), _I32(depth),
+        tree.leaf_start, tree.ids, rank_tree, tree.center, tree.cover_radius, _node_min(rank_tree, tree), _min_id32(tree),
+        _F64(bound_slack(d)), delta2, parent, _I64(first_leaf), _I64(last_leaf),
+    )  # fmt: skip
+    start, end = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
+    densest = int(cp.argmin(rank_tree))  # the one point with nothing denser: delta is its farthest distance
+    if start <= densest < end:
+        to_densest = _output(n, _F32)
+        _launch("sq_to_point", n, tree.coords, _I64(n), _I32(d), _I64(densest), to_densest)
+        delta2[densest] = to_densest.max()
+        parent[densest] = -1
+    return delta2[start:end], parent[start:end]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -258,7 +258,7 @@ def rho_at(tree: VPTree, positions: cp.ndarray, dc: float, kernel: str) -> cp.nd
         _backend._launch(
             "gaussian_rho", 32 << tree.depth, tree.coords, _I64(tree.n_points), _I32(tree.n_dims), _I32(tree.depth),
             tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_hi), _F64(1.0 / np.float64(dc) ** 2),
-            _F64(bound_slack(tree.n_dims)), _slots(tree, positions), out,
+            _F64(bound_slack(tree.n_dims)), _slots(tree, positions), out, _I64(0), _I64(-1),
         )  # fmt: skip
     else:
         _counts(tree, positions, dc, _NULL, _NULL, out)

@@ -71,12 +71,15 @@ struct LeafWarp {
     bool active;
 };
 
-// false for the whole warp at once: past the last leaf, or an empty leaf (no queries, so nothing to do)
-__device__ __forceinline__ bool leaf_warp(const i64* __restrict__ leaf_start, int depth, LeafWarp& w) {
+// false for the whole warp at once: past the last leaf, or an empty leaf (no queries, so nothing to do). The warps
+// serve leaves first_leaf, first_leaf + 1, ... up to last_leaf (-1: every leaf), a share of them for one worker of a
+// Dask cluster (distributed.py)
+__device__ __forceinline__ bool leaf_warp(const i64* __restrict__ leaf_start, int depth, LeafWarp& w, i64 first_leaf = 0,
+                                          i64 last_leaf = -1) {
     const i64 n_leaves = 1LL << depth;
-    w.leaf = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    w.leaf = first_leaf + ((blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5);
     w.lane = threadIdx.x & 31;
-    if (w.leaf >= n_leaves) return false;
+    if (w.leaf >= (last_leaf < 0 ? n_leaves : last_leaf)) return false;
     w.own = n_leaves - 1 + w.leaf;
     w.qs = leaf_start[w.leaf];
     w.qe = leaf_start[w.leaf + 1];
@@ -550,13 +553,15 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
 // tally, which each of the node's points takes at the end (counts_to_rho); a leaf tile gives the undecided lanes
 // their rows and the leaf's points their columns. The pair counts are the same as every point counting all of
 // its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
-template <bool TENSOR>
+// SYMMETRIC false: every query counts all of its own pairs (the point itself included) into count, nothing else is
+// written, for the leaves [first_leaf, last_leaf) only: twice the work, but one worker's share needs no other's.
+template <bool TENSOR, bool SYMMETRIC>
 __global__ void LEAF_KERNEL_BOUNDS
     pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const float* __restrict__ center,
                 const float* __restrict__ radius, float reach2, double reach_lo, double reach_hi, double slack,
-                unsigned* __restrict__ count, unsigned* __restrict__ node_count) {
+                unsigned* __restrict__ count, unsigned* __restrict__ node_count, i64 first_leaf, i64 last_leaf) {
     LeafWarp w;
-    if (!leaf_warp(leaf_start, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w, first_leaf, last_leaf)) return;
     const int lane = w.lane;
     // float bounds (every lane tests every node it reaches), so the reach is rounded outwards too
     const float reach_lo_f = __double2float_rd(reach_lo), reach_hi_f = __double2float_ru(reach_hi);
@@ -573,8 +578,8 @@ __global__ void LEAF_KERNEL_BOUNDS
     while (top > 0) {
         const Visit v = stack[--top];
         const int mid = child_split(leaf_start, depth, v.node);
-        if (v.end <= w.qs) continue;  // before the own leaf
-        const bool after = v.start >= w.qe;  // else the node holds the own leaf: split it untested
+        if (SYMMETRIC && v.end <= w.qs) continue;  // before the own leaf
+        const bool after = !SYMMETRIC || v.start >= w.qe;  // else the node holds the own leaf: split it untested
         const int level = node_level(v.node);
         unsigned undecided = v.lanes;
         if (after && (!TENSOR || level < depth)) {  // with tensor tiles a leaf is scanned untested: in high d its
@@ -585,7 +590,7 @@ __global__ void LEAF_KERNEL_BOUNDS
             const bool inside = mine && b.upper < reach_lo_f;
             if (inside) total += v.end - v.start;
             const unsigned inside_lanes = __ballot_sync(FULL_MASK, inside);
-            if (inside_lanes && lane == 0) atomicAdd(node_count + v.node, (unsigned)__popc(inside_lanes));
+            if (SYMMETRIC && inside_lanes && lane == 0) atomicAdd(node_count + v.node, (unsigned)__popc(inside_lanes));
             undecided = __ballot_sync(FULL_MASK, mine && !inside && !(b.lower >= reach_hi_f));
             if (!undecided) continue;
         }
@@ -597,7 +602,7 @@ __global__ void LEAF_KERNEL_BOUNDS
         const int hits = TENSOR ? tile_hits(coords, n, d, rows, v.start, v.end, lane, reach2, undecided, column)
                                 : leaf_block_hits(coords, n, d, w.qs, v.start, v.end, lane, reach2, undecided, column);
         if ((undecided >> lane) & 1u) total += hits;
-        if (after && column > 0)
+        if (SYMMETRIC && after && column > 0)
             atomicAdd(count + v.start + (TENSOR ? tile_col(lane >> 2, lane & 3) : block_column(lane)), (unsigned)column);
     }
     if (w.active) atomicAdd(count + w.p, (unsigned)total);
@@ -623,9 +628,9 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
                                         const i64* __restrict__ leaf_start, const float* __restrict__ center,
                                         const float* __restrict__ radius, float reach2, double reach_hi,
                                         double inv_dc2, double slack, const int* __restrict__ slot,
-                                        double* __restrict__ rho) {
+                                        double* __restrict__ rho, i64 first_leaf, i64 last_leaf) {
     LeafWarp w;
-    if (!leaf_warp(leaf_start, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w, first_leaf, last_leaf)) return;
     if (slot != nullptr) w.active = w.active && slot[w.p] >= 0;
     const int lane = w.lane;
     const float reach_hi_f = __double2float_ru(reach_hi), slack_f = float_slack(slack);
@@ -671,9 +676,9 @@ __global__ void LEAF_KERNEL_BOUNDS
     delta_leaves(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const i64* __restrict__ ids,
                  const int* __restrict__ rank, const float* __restrict__ center, const float* __restrict__ radius,
                  const int* __restrict__ min_rank, const unsigned* __restrict__ min_id, double slack,
-                 float* __restrict__ delta2, i64* __restrict__ parent) {
+                 float* __restrict__ delta2, i64* __restrict__ parent, i64 first_leaf, i64 last_leaf) {
     LeafWarp w;
-    if (!leaf_warp(leaf_start, depth, w)) return;
+    if (!leaf_warp(leaf_start, depth, w, first_leaf, last_leaf)) return;
     const int lane = w.lane, group = lane >> 2;
     const i64 own = w.own, qs = w.qs, qe = w.qe;
     const int my_rank = w.active ? rank[w.p] : 0;  // rank 0 (the densest, or an idle lane) wants nothing

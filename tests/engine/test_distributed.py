@@ -1,5 +1,6 @@
-"""Density peaks on a real Dask cluster (a LocalCluster of 2 worker processes) against the single-process CPU
-backend, on the random cases of the exactness tests: identical rho, delta, parent, labels and halo."""
+"""Density peaks on a real Dask cluster (a LocalCluster of 2 worker processes) against one process on the same
+backend, on the random cases of the exactness tests: identical rho, delta, parent, labels and halo. On a GPU
+machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCUDACluster of one worker."""
 
 import copy
 
@@ -7,12 +8,13 @@ import numpy as np
 import pytest
 
 from dpstudio.engine import DensityPeaks, IndexedPoints
-from dpstudio.engine.cpu.density import leaf_costs, nearest_denser_in, rho_of_leaves
+from dpstudio.engine.cpu.density import delta_of_leaves, leaf_costs, rho_of_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import Replicas, balanced_cuts
+from dpstudio.engine.distributed import balanced_cuts
 
 from .datasets import CASES
+from .gpu_support import needs_gpu
 
 distributed = pytest.importorskip("distributed")
 
@@ -29,13 +31,31 @@ def assert_same_fit(a: DensityPeaks, b: DensityPeaks) -> None:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=needs_gpu)])
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
-def test_a_cluster_gives_the_single_process_result(case, kernel, client, rng):
+def test_a_cluster_gives_the_single_process_result(case, kernel, backend, client, rng):
     points = CASES[case](rng)
-    alone = DensityPeaks(kernel=kernel, suggest="gamma", backend="cpu").fit(points)
-    spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="cpu", client=client).fit(points)
+    alone = DensityPeaks(kernel=kernel, suggest="gamma", backend=backend).fit(points)
+    spread = DensityPeaks(kernel=kernel, suggest="gamma", backend=backend, client=client).fit(points)
     assert_same_fit(spread, alone)
+
+
+@pytest.mark.parametrize("d", [pytest.param(d, marks=needs_gpu) for d in (2, 3, 16)])  # 16: tensor-tile kernels
+def test_larger_sets_on_gpu_workers_equal_one_gpu(d, client, rng):
+    points = CASES["blobs"](rng, n=30_000, d=d)
+    alone = DensityPeaks(suggest="gamma", backend="gpu").fit(points)
+    spread = DensityPeaks(suggest="gamma", backend="gpu", client=client).fit(points)
+    assert_same_fit(spread, alone)
+
+
+@pytest.mark.parametrize("kernel", [pytest.param(k, marks=needs_gpu) for k in ("cutoff", "gaussian")])
+def test_a_local_cuda_cluster_of_one_worker_equals_one_gpu(kernel, rng):
+    dask_cuda = pytest.importorskip("dask_cuda")
+    points = CASES["with_duplicates"](rng, n=5000)
+    with dask_cuda.LocalCUDACluster(n_workers=1, dashboard_address=None) as cluster, distributed.Client(cluster) as gpus:
+        spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu", client=gpus).fit(points)
+    assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu").fit(points))
 
 
 def test_an_explicit_dc_and_a_dc_change_on_a_cluster(client, rng):
@@ -69,28 +89,22 @@ def test_a_deep_copy_shares_the_client_and_the_workers_trees(client, rng):
     assert model.indexed_._replicas is not None
 
 
-def test_the_gpu_backend_is_refused_with_a_reason(client, rng):
-    with pytest.raises(ValueError, match="cpu backend"):
-        Replicas(client, rng.normal(size=(100, 2)).astype(np.float32), "gpu")
-
-
-def test_ranges_of_leaves_and_positions_add_up_to_the_whole(rng):
-    """What each worker computes: the leaves' rho and the positions' delta, over cuts anywhere, equal the whole."""
+def test_shares_of_leaves_add_up_to_the_whole(rng):
+    """What each CPU worker computes: rho and delta of a range of leaves, over cuts anywhere, equal the whole."""
     points = CASES["with_duplicates"](rng).astype(np.float32)
     tree = build_vptree(points, graph=False)
-    dc = 0.3
+    leaves, dc = 1 << tree.depth, 0.3
     for kernel in ("cutoff", "gaussian"):
-        leaves = 1 << tree.depth
-        cuts = np.unique(np.concatenate(([0, leaves], rng.integers(0, leaves, 3))))
-        parts = [rho_of_leaves(tree, dc, kernel, a, b) for a, b in zip(cuts[:-1], cuts[1:])]
-        rho_tree = np.concatenate(parts)
         whole = DensityPeaks(dc=dc, kernel=kernel, backend="cpu", suggest="gamma").fit(points)
+        cuts = np.unique(np.concatenate(([0, leaves], rng.integers(0, leaves, 3))))
+        ranges = list(zip(cuts[:-1], cuts[1:]))
+        rho_tree = np.concatenate([rho_of_leaves(tree, dc, kernel, a, b) for a, b in ranges])
         np.testing.assert_array_equal(rho_tree, whole.rho_[tree.ids])
         rank_tree = np.argsort(np.lexsort((np.arange(len(points)), -whole.rho_)))[tree.ids]
-        cuts = np.unique(np.concatenate(([0, len(points)], rng.integers(0, len(points), 3))))
-        ranges = list(zip(cuts[:-1], cuts[1:]))  # with and without the range's own neighbour lists, in turn
-        graphs = [neighbour_graph(tree, first=a, last=b) if i % 2 else None for i, (a, b) in enumerate(ranges)]
-        delta2 = np.concatenate([nearest_denser_in(tree, rank_tree, a, b, g)[0] for (a, b), g in zip(ranges, graphs)])
+        positions = [(int(tree.leaf_start[a]), int(tree.leaf_start[b])) for a, b in ranges]
+        # with and without the share's own neighbour lists, in turn
+        graphs = [neighbour_graph(tree, first=p, last=q) if i % 2 else None for i, (p, q) in enumerate(positions)]
+        delta2 = np.concatenate([delta_of_leaves(tree, rank_tree, a, b, g)[0] for (a, b), g in zip(ranges, graphs)])
         np.testing.assert_array_equal(np.sqrt(delta2.astype(np.float64)), whole.delta_[tree.ids])
 
 
@@ -113,3 +127,14 @@ def test_leaf_costs_are_higher_where_points_are_dense(rng):
     costs = leaf_costs(tree, 0.05, "gaussian")  # every dense leaf scans the blob; a sparse one, about itself
     in_dense = np.array([tree.ids[tree.leaf_start[j]] < 4000 for j in range(1 << tree.depth)])
     assert costs[in_dense].mean() > 5 * costs[~in_dense].mean()  # by count alone they would be equal
+
+
+def test_sampled_leaf_costs_stand_for_their_neighbours(rng):
+    points = CASES["blobs"](rng, n=20_000).astype(np.float32)
+    tree = build_vptree(points, graph=False)
+    full = leaf_costs(tree, 0.5, "cutoff", sampled=1 << tree.depth)
+    sampled = leaf_costs(tree, 0.5, "cutoff", sampled=64)
+    step = (1 << tree.depth) // 64
+    assert sampled.shape == full.shape
+    np.testing.assert_array_equal(sampled[::step], full[::step])  # the measured leaves, exactly
+    np.testing.assert_array_equal(sampled, np.repeat(full[::step], step))
