@@ -296,8 +296,8 @@ def _dask_client(args):
 def _workers(client) -> str:
     if client is None:
         return ""
-    workers = client.scheduler_info()["workers"]
-    threads = sum(w["nthreads"] for w in workers.values())
+    workers = client.nthreads()
+    threads = sum(workers.values())
     return f", rho and delta on {len(workers)} Dask worker{'s' * (len(workers) != 1)} ({threads} thread{'s' * (threads != 1)})"
 
 

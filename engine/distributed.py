@@ -7,9 +7,10 @@ count); on the CPU, 2-D cut-off rho, which one process takes from the strip swee
 strips (so every worker gets a share of each dense region). delta and parent by equal ranges of leaves, each CPU
 worker holding the neighbour lists of its own range only. On the GPU a share of cut-off rho counts every pair of
 its points (one process counts each pair once, for both points, which a share cannot: the other point may be
-another worker's), so one GPU worker does about twice one process's rho work. Every worker returns its values with their point indices, so the gathered arrays are exactly a single
-backend's (the same float32 distance rule and tie rules in the same kernels). Labels, halo and everything else
-stay on the caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows
+another worker's), so one GPU worker does about twice one process's rho work. Shares of leaves come back in the
+workers' tree order (checked to be the same on every worker), strip shares with their point indices; the
+gathered arrays are exactly a single backend's (the same float32 distance rule and tie rules in the same
+kernels). Labels, halo and everything else stay on the caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows
 partitioned).
 
 ``Replicas`` offers a backend's ``rho`` and ``delta``, so ``IndexedPoints(X, client=client)`` (and
@@ -25,6 +26,8 @@ region) search the other regions. See the README's "Scale-out" section for what 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import threading
 
 import numpy as np
 
@@ -32,7 +35,7 @@ from .backends import get_backend
 from .cpu import strips
 from .cpu.density import leaf_costs, sampled_mean_rho
 from .cpu.search import neighbour_graph
-from .vptree import NeighbourGraph, VPTree, tree_depth
+from .vptree import NeighbourGraph, VPTree
 
 
 class Replicas:
@@ -45,20 +48,31 @@ class Replicas:
     """
 
     def __init__(self, client, points: np.ndarray, backend: str = "cpu"):
+        from distributed import wait  # noqa: PLC0415  (dask is optional)
+
         self.client = client
         self.backend = backend
         self._engine = get_backend(backend)
-        self.workers = sorted(client.scheduler_info()["workers"])
+        self.workers = sorted(client.nthreads())
         if not self.workers:
             raise ValueError("the Dask cluster has no workers")
         self.n_points = points.shape[0]
-        shared = client.scatter(np.ascontiguousarray(points, np.float32), broadcast=True, hash=False)
-        self.trees = [self._on(w, _build, shared, backend) for w in self.workers]
+        # kept, so that a lost worker's tree can be built again on another one
+        self._points = client.scatter(np.ascontiguousarray(points, np.float32), broadcast=True, hash=False)
+        self.trees = [self._on(w, _build, self._points, backend) for w in self.workers]
+        wait(self.trees)
+        for tree in self.trees:
+            if tree.status == "error":
+                tree.result()  # raises the worker's error here (a GPU asked of workers without one, ...)
+        signatures = set(self.client.gather([self._on(w, _signature, t) for w, t in zip(self.workers, self.trees)]))
+        if len(signatures) != 1:
+            raise RuntimeError(f"the workers built {len(signatures)} different trees over the same points")
+        depth = signatures.pop()[0]
         # delta costs nearly the same per point: equal ranges of leaves, fixed, so each lists its neighbours once
-        self.n_leaves = 1 << tree_depth(self.n_points)  # as every worker's fresh build has
+        self.n_leaves = 1 << depth
         self.leaf_cuts = np.linspace(0, self.n_leaves, len(self.workers) + 1).astype(np.int64)
         self.graphs = [self._on(w, _graph_rows, t, backend, a, b) for w, t, a, b in self._shares(self.leaf_cuts)]
-        self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker
+        self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker (checked)
         self._ids = None  # those on the caller's device, once fetched
 
     def rho(self, tree, dc: float, kernel: str, progress=None):
@@ -69,9 +83,11 @@ class Replicas:
             mean_rho = sampled_mean_rho(tree, dc)  # one strip height for all, so the shares fit together
             parts = len(self.workers)
             futures = [self._on(w, _strips_share, t, dc, mean_rho, k, parts) for k, (w, t) in enumerate(zip(self.workers, self.trees))]
-            out = np.empty(self.n_points, np.float64)
+            out = np.full(self.n_points, np.nan)
             for ids, values in self._gather(futures, progress):
                 out[ids] = values
+            if np.isnan(out).any():  # every point belongs to exactly one share: a gap is a bug, never a result
+                raise RuntimeError("the strip shares left points without rho")
             return out
         if len(self.workers) == 1:  # nothing to balance
             cuts = np.array([0, self.n_leaves])
@@ -83,7 +99,7 @@ class Replicas:
     def delta(self, tree, rank, progress=None):
         """(delta, parent) in original order, given every point's density rank (0 = densest)."""
         self._check(tree)
-        shared_rank = self.client.scatter(_host(rank).astype(np.int32), broadcast=True, hash=False)
+        shared_rank = self.client.scatter(_compact(_host(rank), self.n_points), broadcast=True, hash=False)
         futures = [
             self._on(w, _delta_of_leaves, t, g, self.backend, shared_rank, a, b)
             for (w, t, a, b), g in zip(self._shares(self.leaf_cuts), self.graphs)
@@ -104,7 +120,8 @@ class Replicas:
         return out
 
     def _on(self, worker: str, function, *args):
-        return self.client.submit(function, *args, workers=[worker], pure=False)
+        """``function(*args)`` on ``worker`` (where its tree lives); elsewhere if that worker is gone."""
+        return self.client.submit(function, *args, workers=[worker], allow_other_workers=True, pure=False)
 
     def _shares(self, cuts: np.ndarray):
         """(worker, its tree, first leaf, last leaf) for each worker's share between consecutive cuts."""
@@ -136,59 +153,82 @@ def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
 # on the workers: each returns NumPy arrays
 
 
-def _threads() -> None:
-    """Numba uses as many threads as the Dask worker has, not every core of the host (workers share it)."""
-    import numba  # noqa: PLC0415
-    from distributed import get_worker  # noqa: PLC0415
-
-    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, get_worker().state.nthreads)))
+_ONE_TASK_AT_A_TIME = threading.Lock()
 
 
+def _worker_task(function):
+    """A task's body: one at a time per worker process (each already uses every thread the worker has, and Numba's
+    workqueue layer aborts on two parallel regions at once), with Numba's threads set to the worker's."""
+
+    def run(*args):
+        import numba  # noqa: PLC0415
+        from distributed import get_worker  # noqa: PLC0415
+
+        with _ONE_TASK_AT_A_TIME:
+            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, get_worker().state.nthreads)))
+            return function(*args)
+
+    run.__name__ = run.__qualname__ = function.__name__  # the task's name in Dask's dashboard and logs
+    run.__module__ = function.__module__
+    return run
+
+
+@_worker_task
 def _build(points: np.ndarray, backend: str) -> VPTree:
-    _threads()
     engine = get_backend(backend)
     if engine.name == "cpu":
         return engine.build_vptree(points, graph=False)  # each worker lists the neighbours of its own share only
     return engine.build_vptree(engine.asarray(points))
 
 
+@_worker_task
+def _signature(tree: VPTree) -> tuple[int, str]:
+    return tree.depth, hashlib.blake2b(_host(tree.ids).tobytes(), digest_size=16).hexdigest()
+
+
+@_worker_task
 def _graph_rows(tree: VPTree, backend: str, first_leaf: int, last_leaf: int) -> NeighbourGraph | None:
     if backend != "cpu":  # the GPU's delta searches the tree
         return None
-    _threads()
     return neighbour_graph(tree, first=int(tree.leaf_start[first_leaf]), last=int(tree.leaf_start[last_leaf]))
 
 
+@_worker_task
 def _leaf_costs(tree: VPTree, dc: float, kernel: str) -> np.ndarray:
     """``leaf_costs`` on the CPU, from the tree's node balls alone (a GPU tree's are copied: a few MB)."""
-    _threads()
     small = {name: _host(getattr(tree, name)) for name in ("leaf_start", "center", "cover_radius")}
     return leaf_costs(dataclasses.replace(tree, coords=np.empty((tree.n_dims, 0), np.float32), **small), dc, kernel)
 
 
+@_worker_task
 def _tree_ids(tree: VPTree) -> np.ndarray:
     return _host(tree.ids)
 
 
+@_worker_task
 def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> np.ndarray:
-    _threads()
     return _host(get_backend(backend).rho_of_leaves(tree, dc, kernel, first_leaf, last_leaf))
 
 
+@_worker_task
 def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: int):
-    _threads()
     rho_tree = strips.cutoff_rho(tree.coords, dc, mean_rho, part=part, parts=parts)
     mine = ~np.isnan(rho_tree)
     return tree.ids[mine], rho_tree[mine]
 
 
+@_worker_task
 def _delta_of_leaves(tree: VPTree, graph, backend: str, rank: np.ndarray, first_leaf: int, last_leaf: int):
-    """(squared delta, parent) of the share; parent as int32 below 2**31 points (half the bytes to send)."""
-    _threads()
+    """(squared delta, parent) of the share."""
     engine = get_backend(backend)
     delta2, parent = engine.delta_of_leaves(tree, engine.asarray(rank)[tree.ids], first_leaf, last_leaf, graph)
-    return _host(delta2), _host(parent.astype(np.int32) if tree.n_points < 2**31 else parent)
+    return _host(delta2), _compact(_host(parent), tree.n_points)
 
 
 def _host(values) -> np.ndarray:
     return values.get() if hasattr(values, "get") else np.asarray(values)
+
+
+def _compact(indices: np.ndarray, n_points: int) -> np.ndarray:
+    """Point indices or ranks (below ``n_points``) as int32 where they fit: half the bytes to send."""
+    return indices.astype(np.int32) if n_points < 2**31 else indices

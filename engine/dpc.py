@@ -59,8 +59,9 @@ class DensityPeaks(IndexedEstimator):
     backend : {"auto", "cpu", "gpu"}
         "auto" uses the GPU when CuPy and a CUDA device are usable, else the CPU.
     client : dask.distributed.Client or None
-        Compute rho and delta on the client's workers (``dpstudio.engine.distributed``; the CPU backend), with the
-        same results. None: in this process.
+        Compute rho and delta on the client's workers (``dpstudio.engine.distributed``; CPU or GPU workers as
+        ``backend`` says), with the same results. None: in this process. An estimator with a client cannot be
+        pickled or cloned (the client cannot); ``set_params(client=None)`` first.
 
     Distances are Euclidean over float32 data; ``d_ij < dc`` is decided as
     ``float32(sum_k (x_ik - x_jk)^2) < float32(dc^2)``, the sum taken in float32 in dimension order without

@@ -44,6 +44,8 @@ class IndexedEstimator(ParamsMixin):
     def _index(self, X, progress: Progress | None) -> None:
         self.timings_ = {}
         if isinstance(X, IndexedPoints):
+            if getattr(self, "client", None) not in (None, X.client):
+                raise ValueError("this IndexedPoints computes without the estimator's client: give it the client")
             self.indexed_ = X
         else:
             # only DensityPeaks has a client (its rho and delta are what a Dask cluster computes)

@@ -246,7 +246,9 @@ def cutoff_rho(coords: np.ndarray, dc: float, mean_rho: float, progress=None, pa
     _bin_strips(xs, starts, x0, inv_width, bin_offsets, bin_start)
     counts = np.empty(xs.shape[0], np.int64)
     first_lane, last_lane = part * _LANES // parts, (part + 1) * _LANES // parts
-    for first, last in chunks(n_strips, progress, min_step=256):
+    # chunks of whole blocks of _LANES strips, so that strip a is always swept by the lane of offset a % _LANES
+    for first_block, last_block in chunks(-(-n_strips // _LANES), progress, min_step=4):
+        first, last = first_block * _LANES, min(n_strips, last_block * _LANES)
         _sweep(xs, ys, weight, cumulative, starts, y_low, y_high, x0, inv_width, bin_offsets, bin_start, span, reach2,
                reach_lo, reach_hi, first, last, first_lane, last_lane, counts)  # fmt: skip
     rho = np.empty(n, np.float64)

@@ -208,6 +208,7 @@ def test_bench_incremental_checks_every_measured_batch():
 
 
 def test_a_local_dask_cluster_gives_the_single_process_result(tmp_path):
+    pytest.importorskip("distributed")
     path = sample_data.path("blobs")
     alone = dpstudio("cluster", path, "--json", "--backend", "cpu", "--kernel", "gaussian", "--out", tmp_path / "alone.csv")
     spread = dpstudio("cluster", path, "--json", "--local-cluster", "2", "--kernel", "gaussian", "--out", tmp_path / "spread.csv")

@@ -58,6 +58,23 @@ def test_a_local_cuda_cluster_of_one_worker_equals_one_gpu(kernel, rng):
     assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu").fit(points))
 
 
+@pytest.mark.parametrize("case", ["blobs", "with_duplicates", "integer_grid", "uniform_deep", "two_points"])
+def test_three_workers_of_two_threads_give_the_single_process_result(case, rng):
+    """An odd number of shares (strips, cost-balanced leaves, equal leaves), each worker running parallel kernels."""
+    points = CASES[case](rng)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as three:
+            for kernel in ("cutoff", "gaussian"):
+                spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="cpu", client=three).fit(points)
+                assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="cpu").fit(points))
+
+
+def test_an_index_without_the_estimators_client_is_refused(client, rng):
+    index = IndexedPoints(CASES["blobs"](rng), backend="cpu")
+    with pytest.raises(ValueError, match="give it the client"):
+        DensityPeaks(backend="cpu", client=client).fit(index)
+
+
 def test_an_explicit_dc_and_a_dc_change_on_a_cluster(client, rng):
     points = CASES["integer_grid"](rng)  # ties everywhere: equal distances and equal rho
     spread = DensityPeaks(dc=1.0, suggest="gamma", backend="cpu", client=client).fit(points)
@@ -138,3 +155,18 @@ def test_sampled_leaf_costs_stand_for_their_neighbours(rng):
     assert sampled.shape == full.shape
     np.testing.assert_array_equal(sampled[::step], full[::step])  # the measured leaves, exactly
     np.testing.assert_array_equal(sampled, np.repeat(full[::step], step))
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5])
+def test_strip_shares_cover_every_point_once_however_many_strips(parts, rng):
+    """Thousands of strips (a y-extent far beyond dc): the progress chunks must not shift a share's strips."""
+    from dpstudio.engine.cpu.strips import cutoff_rho
+
+    points = np.column_stack([rng.uniform(0, 5, 40_000), rng.uniform(0, 30_000, 40_000)]).astype(np.float32)
+    points[:500, 1] = rng.uniform(0, 3, 500)  # and a dense corner
+    coords = np.ascontiguousarray(points.T)
+    whole = cutoff_rho(coords, 1.0, 1.0)
+    shares = [cutoff_rho(coords, 1.0, 1.0, part=k, parts=parts) for k in range(parts)]
+    swept = np.stack([~np.isnan(share) for share in shares])
+    assert np.array_equal(swept.sum(axis=0), np.ones(len(points)))
+    np.testing.assert_array_equal(np.nansum(np.stack(shares), axis=0), whole)
