@@ -150,6 +150,7 @@ class StudioPage:
                                                layout="fit_data_stretch")  # the last column, the changes, takes the rest
         self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES)
         self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
+        self.circles = pn.widgets.Checkbox(name="The ε circle of every core point (where the view shows the features)")
         self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.stepping = pn.widgets.Checkbox(name="Step through the algorithm")
         self.player = pn.widgets.Player(start=0, end=1, value=0, interval=1200, loop_policy="once", show_loop_controls=False,
@@ -217,7 +218,8 @@ class StudioPage:
         self.edges.param.watch(lambda e: e.new != teaching.edges and self._start("Drawing the edges", teaching.show_edges, e.new), "value")
         self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self.follow("Stepping", teaching.go_to_step, 0 if e.new else None), "value")
         self.player.param.watch(lambda e: teaching.step not in (None, e.new) and self.follow("Stepping", teaching.go_to_step, e.new), "value")
-        teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "step"])
+        self.circles.param.watch(lambda e: e.new != teaching.circles and self._start("Drawing the circles", teaching.show_circles, e.new), "value")
+        teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "circles", "step"])
         self.stream_start.on_click(lambda e: self._start("Starting the stream", self.streaming.start, self.stream_percent.value))
         self.stream_next.on_click(lambda e: self._start("Streaming a batch in", self.streaming.next_batch, self.batch_size.value))
         self.stream_undo.on_click(lambda e: self._start("Taking the last batch out", self.streaming.delete_last))
@@ -302,7 +304,7 @@ class StudioPage:
             "#### Teaching",
             pn.pane.Markdown("Click a point in the 2-D view: its ε circle, the points within it, and whether that "
                              "makes it a core point, a border point or noise.", css_classes=["dp-status"]),
-            self.edges, self.edges_size_note,
+            self.edges, self.circles, self.edges_size_note,
         ])  # fmt: skip
         self.method_plots = {
             "dpc": Deferred(lambda: [_plot_pane(self.plots.decision_graph() * self.teaching_plots.graph_layer(), "decision-graph"),
@@ -590,10 +592,11 @@ class StudioPage:
         small = teaching.available
         self.forest.param.update(value=teaching.forest, disabled=not small)
         self.edges.param.update(value=teaching.edges, disabled=not small)
+        self.circles.param.update(value=teaching.circles, disabled=not small)
         self.stepping.param.update(value=teaching.step is not None, disabled=not small)
         too_many = f"drawn for up to {TEACHING_MAX:,} points; a click explains a point at any size."
         self.teaching_size_note.object = "" if small else f"The arrows and the step-through are {too_many}"
-        self.edges_size_note.object = "" if small else f"The edges are {too_many}"
+        self.edges_size_note.object = "" if small else f"The edges and the circles are {too_many}"
         self.explained_note.object = teaching.describe()
         stepping = teaching.step is not None and self.studio.method == "dpc"
         if stepping:

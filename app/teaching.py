@@ -4,11 +4,11 @@
   point (δ, its parent) and the chain of arrows on to the center whose label it takes. DBSCAN: the points within
   ε, and whether that makes it a core point, a border point or noise.
 * DPC's parent forest: every point's arrow to its parent at once. DBSCAN's edges: the mutual-reachability tree's
-  edges within ε, which join the core points into the clusters.
+  edges within ε, which join the core points into the clusters; and the ε circle of every core point.
 * A step-through of DPC: ρ, then the points in density order linking to their parents, the peaks, the labels
   flowing down the arrows in density order, and the halo.
 
-The forest, the edges and the step-through draw every point and arrow one by one, so they are offered up to
+The forest, the edges, the circles and the step-through draw every point and arrow one by one, so they are offered up to
 TEACHING_MAX points; one point's explanation works at any size. Plain functions of arrays do the work, tested
 headless.
 """
@@ -115,6 +115,7 @@ class Teaching(param.Parameterized):
     point = param.Integer(default=None, allow_None=True, constant=True, doc="the point explained, if any")
     forest = param.Boolean(default=False, constant=True, doc="DPC: draw every point's arrow to its parent")
     edges = param.Boolean(default=False, constant=True, doc="DBSCAN: draw the tree's edges within eps")
+    circles = param.Boolean(default=False, constant=True, doc="DBSCAN: draw the eps circle of every core point")
     step = param.Integer(default=None, allow_None=True, constant=True, doc="the step-through's step; None: off")
 
     def __init__(self, studio, **params):
@@ -156,6 +157,11 @@ class Teaching(param.Parameterized):
         self._require_small("the tree's edges")
         with param.edit_constant(self):
             self.edges = bool(show)
+
+    def show_circles(self, show: bool) -> None:
+        self._require_small("the ε circles")
+        with param.edit_constant(self):
+            self.circles = bool(show)
 
     def go_to_step(self, step: int | None) -> None:
         """Show step ``step`` of the step-through (None: leave it)."""
@@ -245,6 +251,14 @@ class Teaching(param.Parameterized):
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return self.studio.dbscan.model.joining_edges_
 
+    def core_circles(self) -> tuple[np.ndarray, float]:
+        """(core points, ε) of DBSCAN's ε circles, when they are shown and the 2-D view shows the features distances
+        are measured in (a circle in a projection would mislead)."""
+        if not (self.circles and self.available and self.studio.method == "dbscan" and self.studio.view_shows_features):
+            return np.empty(0, np.int64), 0.0
+        model = self.studio.dbscan.model
+        return model.core_sample_indices_, float(model.eps_)
+
     def step_picture(self) -> dict | None:
         """What the current step shows: per point a colour role ('rho' value, label, or -1 for not yet / halo),
         the arrows drawn bold and faint, and the centers."""
@@ -274,4 +288,4 @@ class Teaching(param.Parameterized):
     def _reset(self, *events) -> None:
         """Another data set: nothing of the old one is explained."""
         with param.edit_constant(self):
-            self.param.update(point=None, forest=False, edges=False, step=None)
+            self.param.update(point=None, forest=False, edges=False, circles=False, step=None)

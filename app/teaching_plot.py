@@ -1,6 +1,6 @@
 """The teaching view's layers: over the 2-D view the explained point's dc (or ε) circle, the points within it
 and (DPC) its chain of arrows to a center, DPC's parent forest and step-through picture, DBSCAN's tree edges
-within ε; on the decision graph a ring around the explained point. Functions of a ``Teaching`` state.
+within ε and its core points' ε circles; on the decision graph a ring around the explained point. Functions of a ``Teaching`` state.
 
 Three layers carry it all (arrows, markers, the circle), each row with its own colour and size: every layer
 costs Bokeh models at page load and a message at each redraw.
@@ -19,6 +19,8 @@ from .teaching import MAX_RINGED, Teaching, arrow_segments
 DENSITY_COLOURS = colorcet.palette["bmy"]  # dark to bright: sparse to dense
 NOT_YET = "#e6e6e6"  # a point the step-through has not reached
 CIRCLE_VERTICES = 96
+CORE_CIRCLE_VERTICES = 32  # thousands of them: fewer vertices each
+CORE_CIRCLE_COLOUR = "#666666"  # grey, the colour of no cluster
 CHAIN_COLOUR = "#d62728"
 # arrows: (colour, line width, opacity)
 ARROWS = {"forest": ("#555555", 1.0, 0.5), "faint": ("#999999", 0.8, 0.4), "bold": ("#333333", 1.2, 1.0),
@@ -33,9 +35,10 @@ class TeachingPlots:
         # redrawn when the teaching choices or the axes change and, while something is shown, when the labels do;
         # not on every relabel of a page that shows nothing here
         self.changed = hv.streams.Counter()
-        active = lambda: teaching.point is not None or teaching.forest or teaching.edges or teaching.step is not None  # noqa: E731
+        active = lambda: (teaching.point is not None or teaching.forest or teaching.edges or teaching.circles  # noqa: E731
+                          or teaching.step is not None)  # fmt: skip
         self._watchers = [
-            (teaching, teaching.param.watch(lambda *events: self.changed.event(), ["point", "forest", "edges", "step"])),
+            (teaching, teaching.param.watch(lambda *events: self.changed.event(), ["point", "forest", "edges", "circles", "step"])),
             (self.studio, self.studio.param.watch(
                 lambda *events: (active() or any(e.name != "revision" for e in events)) and self.changed.event(),
                 ["revision", "x_axis", "y_axis"])),
@@ -43,11 +46,12 @@ class TeachingPlots:
         self._drawn: tuple | None = None  # (counter, explanation, step picture): computed once per redraw
 
     def view_layers(self) -> hv.Overlay:
-        """The layers over the 2-D view: arrows, then markers, then the dc circle."""
+        """The layers over the 2-D view: arrows, then markers, then the circles."""
         return (self._dynamic(self._arrows) * self._dynamic(self._markers) * self._dynamic(self._circle)).opts(
             hv.opts.Segments("Teaching", color="colour", line_width="width", alpha="alpha"),
             hv.opts.Points("Teaching", color="colour", marker="marker", size="size", line_width="width", fill_alpha="fill"),
-            hv.opts.Path("Teaching", color="black", line_width=2, line_dash="dashed"),
+            hv.opts.Path("Teaching.Explained", color="black", line_width=2, line_dash="dashed"),
+            hv.opts.Path("Teaching.Core", color=CORE_CIRCLE_COLOUR, line_width=0.8, alpha=0.35),
         )
 
     def graph_layer(self) -> hv.DynamicMap:
@@ -115,17 +119,19 @@ class TeachingPlots:
         })  # fmt: skip
         return hv.Points(frame, list(names), ["colour", "marker", "size", "width", "fill"], group="Teaching")
 
-    def _circle(self) -> hv.Path:
-        """The dc (or ε) circle, where the 2-D view shows the very features distances are measured in (else a circle in
-        a projection would mislead: the ringed points tell which are within dc)."""
+    def _circle(self) -> hv.Overlay:
+        """DBSCAN's core points' ε circles under the explained point's dc (or ε) circle, where the 2-D view shows the
+        very features distances are measured in (else a circle in a projection would mislead: the ringed points
+        tell which are within dc)."""
         x, y, names = self._coordinates()
         facts, _ = self._state()
-        if facts is None or not self.studio.view_shows_features:
-            return hv.Path([], list(names), group="Teaching")
-        i, turn = facts["chain"][0], np.linspace(0, 2 * np.pi, CIRCLE_VERTICES)
-        radius = facts["radius"]
-        return hv.Path([np.column_stack([x[i] + radius * np.cos(turn), y[i] + radius * np.sin(turn)])],
-                       list(names), group="Teaching")  # fmt: skip
+        explained = []
+        if facts is not None and self.studio.view_shows_features:
+            explained = [_circle_path(x, y, facts["chain"][0], facts["radius"], CIRCLE_VERTICES)]
+        cores, eps = self.teaching.core_circles()
+        circles = [_circle_path(x, y, i, eps, CORE_CIRCLE_VERTICES) for i in cores]
+        return (hv.Path(circles, list(names), group="Teaching", label="Core")
+                * hv.Path(explained, list(names), group="Teaching", label="Explained"))  # fmt: skip
 
     def _graph_ring(self) -> hv.Points:
         x = y = np.empty(0)
@@ -138,6 +144,11 @@ class TeachingPlots:
     def _coordinates(self):
         x, y = self.studio.plot_coordinates("view")
         return x, y, view_dims(self.studio.x_axis, self.studio.y_axis)
+
+
+def _circle_path(x: np.ndarray, y: np.ndarray, i: int, radius: float, vertices: int) -> np.ndarray:
+    turn = np.linspace(0, 2 * np.pi, vertices)
+    return np.column_stack([x[i] + radius * np.cos(turn), y[i] + radius * np.sin(turn)])
 
 
 def _step_colours(picture: dict) -> np.ndarray:

@@ -127,15 +127,16 @@ def test_the_layers_draw_the_circle_the_counted_points_and_the_chain(teaching):
     studio.dpc.pick_count(5)  # DPC's own centers: the chain ends at one
     teaching.explain(i)
     facts = teaching.explanation()
-    markers, arrows, circle = plots._markers(), plots._arrows(), plots._circle()
+    markers, arrows, (cores, circle) = plots._markers(), plots._arrows(), plots._circle()
     assert len(markers) == facts["counted"].sum()  # a ring per counted point
     assert len(arrows) == 3 * (facts["chain"].size - 1)  # shaft and two barbs per link
     (ring,) = circle.split()
+    assert not cores.split()  # DPC has no core points' circles
     x, y = studio.plot_coordinates("view")
     radius = np.hypot(ring.dimension_values(0) - x[i], ring.dimension_values(1) - y[i])
     np.testing.assert_allclose(radius, studio.dpc.model.dc_, rtol=1e-6)
     studio.param.update(x_axis="PC1", y_axis="PC2")  # a projection: no circle, the rings stay
-    assert len(plots._circle().split()) == 0 and len(plots._markers()) == facts["counted"].sum()
+    assert not plots._circle().Teaching.Explained.split() and len(plots._markers()) == facts["counted"].sum()
     plots.close()
 
 
@@ -170,7 +171,7 @@ def test_a_new_data_set_resets_and_a_large_one_is_explained_but_not_stepped(cach
     teaching.studio.load(cache.upload("large.csv", content, max_bytes=2**30))
     assert (teaching.point, teaching.forest, teaching.step) == (None, False, None)
     assert not teaching.available
-    for show in (lambda: teaching.show_forest(True), lambda: teaching.go_to_step(0)):
+    for show in (lambda: teaching.show_forest(True), lambda: teaching.go_to_step(0), lambda: teaching.show_circles(True)):
         with pytest.raises(ValueError, match=f"up to {TEACHING_MAX:,} points"):
             show()
     teaching.explain(10)  # one point is explained at any size
@@ -221,4 +222,25 @@ def test_dbscan_points_are_explained_as_core_border_or_noise(teaching):
     assert len(plots._arrows()) == state.model.joining_edges_[0].size  # a line per edge
     teaching.show_forest(True)  # DPC's forest is not drawn over DBSCAN
     assert len(plots._arrows()) == state.model.joining_edges_[0].size
+    plots.close()
+
+
+def test_the_eps_circles_of_the_core_points(teaching):
+    studio, plots = teaching.studio, TeachingPlots(teaching)
+    studio.set_method("dbscan")
+    model = studio.dbscan.model
+    teaching.explain(int(model.core_sample_indices_[0]))
+    core_paths, explained_paths = (path.split() for path in plots._circle())
+    assert (len(core_paths), len(explained_paths)) == (0, 1)  # the explained point's circle only
+    teaching.show_circles(True)
+    cores, eps = teaching.core_circles()
+    np.testing.assert_array_equal(cores, model.core_sample_indices_)
+    core_paths, explained_paths = (path.split() for path in plots._circle())
+    assert (len(core_paths), len(explained_paths)) == (cores.size, 1) and eps == model.eps_
+    x, y = studio.plot_coordinates("view")
+    for k in (0, cores.size - 1):  # each core circle has radius eps about its point
+        vertices = core_paths[k].array()
+        np.testing.assert_allclose(np.hypot(vertices[:, 0] - x[cores[k]], vertices[:, 1] - y[cores[k]]), eps)
+    studio.set_method("dpc")  # DPC has no core points
+    assert teaching.core_circles()[0].size == 0
     plots.close()

@@ -59,6 +59,10 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
     before = view.screenshot()
     checkbox(page, "edges within ε").check()
     assert_redrawn(page, view, before, "the tree's edges were not drawn")
+    page.wait_for_timeout(1000)
+    before = view.screenshot()
+    checkbox(page, "ε circle of every core point").check()
+    assert_redrawn(page, view, before, "the core points' circles were not drawn")
     choose_method(page, "DPC")  # back: DPC's words for the same point
     expect(explained(page)).to_be_visible(timeout=TIMEOUT_MS)
 
