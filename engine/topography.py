@@ -17,6 +17,10 @@
    significantly above the saddle: log rho_peak - log rho_saddle < Z (eps_peak + eps_saddle). A merged cluster
    keeps the higher peak, so a pair once found significant stays so, and one pass over the sorted saddles merges
    exactly as repeating "merge the highest saddle that is not significant" would. Z is the one parameter.
+   Saddles of equal height (exact copies make them) are merged as that repetition does when it takes, of equal
+   saddles, the pair with the densest peaks first: at one height a cluster whose peak is significant ("strong")
+   never merges with another strong one, so the strong clusters, densest first, each take every cluster it reaches
+   through the remaining weak ones; weak clusters that reach no strong one merge among themselves.
 5. Noise (optional). A point less dense than the highest saddle of its final cluster lies where that cluster
    meets another at background level: it is noise (-1). An isolated cluster has no saddle and no noise.
 
@@ -178,10 +182,14 @@ def _merge(u, v, saddle, peak_density, threshold):
     peak, and each final cluster's highest saddle with another final cluster."""
     m = peak_density.shape[0]
     root = np.arange(m)
-    for e in range(u.shape[0]):  # saddles descending
-        a, b = find_root(root, u[e]), find_root(root, v[e])
-        if a != b and min(peak_density[a], peak_density[b]) - saddle[e] < threshold:
-            root[max(a, b)] = min(a, b)  # the smaller index is the denser peak: it stays the root
+    slot = np.full(m, -1, np.int64)  # a root's place among the roots of one height's saddles; -1 elsewhere
+    first = 0
+    while first < u.shape[0]:  # saddles descending, taken one height at a time
+        last = first + 1
+        while last < u.shape[0] and saddle[last] == saddle[first]:
+            last += 1
+        _merge_one_height(u[first:last], v[first:last], saddle[first], peak_density, threshold, root, slot)
+        first = last
     label = np.full(m, -1, np.int64)
     merged_into = np.empty(m, np.int64)
     n_clusters = 0
@@ -198,3 +206,54 @@ def _merge(u, v, saddle, peak_density, threshold):
             cluster_saddle[a] = max(cluster_saddle[a], saddle[e])
             cluster_saddle[b] = max(cluster_saddle[b], saddle[e])
     return merged_into, cluster_saddle
+
+
+@nb.njit(cache=True)
+def _merge_one_height(u, v, saddle, peak_density, threshold, root, slot):
+    """Merges along saddles of one height: each strong cluster (peak significant above the saddle), densest
+    first, takes the weak clusters it reaches through weak ones; then the rest of the weak ones merge among
+    themselves. Roots stay the densest peak (smallest index): a strong peak is denser than any weak one."""
+    g = u.shape[0]
+    a, b = np.empty(g, np.int64), np.empty(g, np.int64)
+    nodes = np.empty(2 * g, np.int64)
+    n_nodes = 0
+    for e in range(g):
+        a[e], b[e] = find_root(root, u[e]), find_root(root, v[e])
+        for x in (a[e], b[e]):
+            if slot[x] < 0:
+                slot[x] = n_nodes
+                nodes[n_nodes] = x
+                n_nodes += 1
+    start = np.zeros(n_nodes + 1, np.int64)  # adjacency of the roots, both directions, as CSR
+    for e in range(g):
+        if a[e] != b[e]:
+            start[slot[a[e]] + 1] += 1
+            start[slot[b[e]] + 1] += 1
+    start = np.cumsum(start)
+    fill, neighbour = start[:-1].copy(), np.empty(start[-1], np.int64)
+    for e in range(g):
+        if a[e] != b[e]:
+            neighbour[fill[slot[a[e]]]], neighbour[fill[slot[b[e]]]] = slot[b[e]], slot[a[e]]
+            fill[slot[a[e]]] += 1
+            fill[slot[b[e]]] += 1
+    weak = np.empty(n_nodes, np.bool_)
+    for s in range(n_nodes):
+        weak[s] = peak_density[nodes[s]] - saddle < threshold
+    visited = np.zeros(n_nodes, np.bool_)
+    queue = np.empty(n_nodes, np.int64)
+    for strong_pass in (True, False):
+        for r in np.sort(nodes[:n_nodes]):  # densest peak first
+            s = slot[r]
+            if visited[s] or weak[s] == strong_pass:
+                continue
+            visited[s], queue[0], head, tail = True, s, 0, 1
+            while head < tail:  # breadth-first through weak clusters, every one joining r
+                x = queue[head]
+                head += 1
+                for t in range(start[x], start[x + 1]):
+                    y = neighbour[t]
+                    if weak[y] and not visited[y]:
+                        visited[y], root[nodes[y]] = True, r
+                        queue[tail] = y
+                        tail += 1
+    slot[nodes[:n_nodes]] = -1
