@@ -2,7 +2,9 @@
 JSON document (parameters and centers) that a page loads back; a URL's query uses the same document.
 
 Centers are point indices: rows of the data set as the page reads it (rows with NaN or inf left out), which is how
-``dpstudio cluster --centers i,j,k --drop-nonfinite`` reads them too.
+``dpstudio cluster --centers i,j,k --drop-nonfinite`` reads them too. Points added or deleted on the page (clicks,
+lassos, a stream) are kept in a saved session as the edited points' file rows, in order, and the added points'
+values; the command line cannot carry them, and says so.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ import shlex
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-from dpstudio import sample_data
+import numpy as np
 
-from .datasets import DatasetCache
+from dpstudio import sample_data
+from dpstudio.engine import DensityPeaks, IndexedPoints
+
+from .datasets import Dataset, DatasetCache
 from .studio import METHODS, Studio
 
 SCHEMA = 1  # the version of the session document; a page refuses any other
@@ -61,7 +66,7 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
         if hdbscan.hand_picked:
             note = "  # gives the rule's clusters: clusters picked on the tree are kept only in a saved session"
     if dataset.base is not None:
-        note = "  # points were added or deleted on the page: this clusters the file as it is, not the edited points"
+        note = "  # points were added or deleted on the page: this clusters the file as it is (a saved session keeps the edits)"
     return shlex.join([*args, "--out", out]) + note
 
 
@@ -74,12 +79,15 @@ def _exact(value: float) -> str:
 def session_document(studio: Studio) -> dict:
     """The session's data set, method and the parameters (and DPC centers) of every method shown so far."""
     sample, _ = data_source(studio)
+    dataset = studio.dataset
     document = {
         "dpstudio_session": SCHEMA,
-        "dataset": {"name": studio.dataset.name, "sample": sample, "n_points": studio.dataset.n_points,
-                    "features": list(studio.dataset.points.columns), "standardized": studio.dataset.standardized},
+        "dataset": {"name": (dataset.base or dataset).name, "sample": sample, "n_points": dataset.n_points,
+                    "features": list(dataset.points.columns), "standardized": dataset.standardized},
         "method": studio.method,
     }
+    if dataset.base is not None:
+        document["dataset"]["edits"] = edits_document(dataset)
     if studio.dpc.loaded:
         dpc = studio.dpc
         document["dpc"] = {"kernel": dpc.kernel, "dc": float(dpc.dc), "dc_percent": dpc.dc_percent,
@@ -92,6 +100,42 @@ def session_document(studio: Studio) -> dict:
                                "selection": hdbscan.selection,
                                "clusters": [int(c) for c in hdbscan.model.selected_clusters_] if hdbscan.hand_picked else None}  # fmt: skip
     return document
+
+
+def edits_document(dataset: Dataset) -> dict:
+    """An edited data set's points as its file's: their rows in order, as runs [first, stop), and the values of the
+    added points (rows past the file's last), in order."""
+    rows = dataset.points.rows
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    runs = [[int(run[0]), int(run[-1]) + 1] for run in np.split(rows, breaks) if run.size]
+    added = rows > dataset.base.points.rows.max(initial=-1)
+    return {"rows": runs, "added": dataset.points.values[added].astype(np.float64).tolist()}  # float32 values: exact
+
+
+def edited_points(base: Dataset, edits: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(values, order) of the edited points an edits document describes (``order`` as in ``Dataset.edited``)."""
+    rows = np.concatenate([np.arange(first, stop, dtype=np.int64) for first, stop in edits["rows"]])
+    file_rows, first_new = base.points.rows, base.n_points
+    last = int(file_rows.max(initial=-1))
+    new = rows > last
+    columns = base.points.columns
+    if any(len(point) != len(columns) for point in edits["added"]):
+        raise ValueError(f"the added points must each have {len(columns)} values ({', '.join(columns)})")
+    added = np.asarray(edits["added"], np.float64).reshape(-1, len(columns))
+    if int(new.sum()) != len(added):
+        raise ValueError(f"the edits' rows name {int(new.sum())} added points but {len(added)} are given")
+    if np.unique(rows).size != rows.size:
+        raise ValueError("the edits name a row twice")
+    index = np.searchsorted(file_rows, rows[~new])
+    missing = (index >= first_new) | (file_rows[np.minimum(index, first_new - 1)] != rows[~new])
+    if missing.any():
+        raise ValueError(f"row {rows[~new][missing][0]} of the edits is not a point of {base.name}")
+    order = np.empty(rows.size, np.int64)
+    order[~new], order[new] = index, first_new + rows[new] - last - 1
+    values = np.empty((rows.size, len(columns)), np.float32)
+    values[~new] = base.points.values[index]
+    values[new] = added
+    return values, order
 
 
 def session_json(studio: Studio) -> str:
@@ -148,31 +192,39 @@ def query_document(query: str | dict) -> dict:
 
 def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:
     """Show a (checked) session document: its sample loaded from the cache if it names one, else it must be the
-    data set shown; then its features, each method's parameters, and the method last."""
+    data set shown; then its features, its edited points if any (DPC fitted on them afresh, at the saved dc), each
+    method's parameters, and the method last."""
     dataset = document["dataset"]
-    if dataset.get("sample"):
-        if data_source(studio)[0] != dataset["sample"]:
-            studio.load(cache.sample(dataset["sample"], progress), progress=progress)
-    elif dataset.get("name") not in (None, studio.dataset.name):
-        raise ValueError(f"this session is of {dataset.get('name')}; load that file first (shown: {studio.dataset.name})")
-    shown = studio.dataset
+    shown = studio.dataset.base or studio.dataset  # a document's points are its file's, edited or not
+    if not dataset.get("sample") and dataset.get("name") not in (None, shown.name):
+        raise ValueError(f"this session is of {dataset.get('name')}; load that file first (shown: {shown.name})")
+    if dataset.get("sample") and data_source(studio)[0] != dataset["sample"]:
+        shown = cache.sample(dataset["sample"], progress)
     features, standardize = dataset.get("features") or list(shown.available), bool(dataset.get("standardized"))
     if (tuple(features), standardize) != (shown.points.columns, shown.standardized):
-        studio.load(cache.features(shown, features, standardize, progress), progress=progress)
-    if dataset.get("n_points") not in (None, studio.dataset.n_points):
-        raise ValueError(f"this session is of {dataset.get('n_points')} points; {studio.dataset.name} has {studio.dataset.n_points}")
-    n = studio.dataset.n_points
-    if (dpc := document.get("dpc")) is not None:
-        centers = dpc.get("centers")
-        if centers is not None and any(not 0 <= c < n for c in centers):
-            raise ValueError(f"a center index is out of range for {n} points")
+        shown = cache.features(shown, features, standardize, progress)
+    edits = dataset.get("edits")
+    edited = None if edits is None else edited_points(shown, edits)
+    n = shown.n_points if edited is None else len(edited[0])
+    if dataset.get("n_points") not in (None, n):
+        raise ValueError(f"this session is of {dataset.get('n_points')} points; {shown.name} has {n}")
+    dpc = document.get("dpc")
+    if dpc is not None and dpc.get("centers") is not None and any(not 0 <= c < n for c in dpc["centers"]):
+        raise ValueError(f"a center index is out of range for {n} points")
+    if shown is not studio.dataset:
+        studio.load(shown, progress=progress)
+    if dpc is not None:
         studio.set_method("dpc", progress=progress)
-        if dpc.get("dc_percent") is not None:
+        if edited is not None:
+            values, order = edited
+            fresh = DensityPeaks(dc=dpc["dc"], kernel=dpc["kernel"])
+            studio.show_points(fresh.fit(IndexedPoints(values, backend=shown.indexed.backend.name), progress=progress), order)
+        elif dpc.get("dc_percent") is not None:
             studio.dpc.set_dc(dc_percent=dpc["dc_percent"], kernel=dpc["kernel"], progress=progress)
         elif dpc.get("dc") is not None:
             studio.dpc.set_dc(dpc["dc"], kernel=dpc["kernel"], progress=progress)
-        if centers is not None:
-            studio.dpc.choose(centers)
+        if dpc.get("centers") is not None:
+            studio.dpc.choose(dpc["centers"])
     if (dbscan := document.get("dbscan")) is not None:
         studio.set_method("dbscan", progress=progress)
         studio.dbscan.set_min_samples(dbscan["min_samples"], progress=progress)
@@ -196,6 +248,8 @@ def _checked(document: dict) -> dict:
     features = dataset.get("features")
     if features is not None and (not isinstance(features, list) or not features or not all(isinstance(f, str) for f in features)):
         raise ValueError("features must be a list of column names")
+    if (edits := dataset.get("edits")) is not None:
+        _check_edits(edits, document.get("dpc"))
     if document.get("method") not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {document.get('method')!r}")
     if (dpc := document.get("dpc")) is not None:
@@ -216,6 +270,19 @@ def _checked(document: dict) -> dict:
         if hdbscan.get("clusters") is not None and not _whole_numbers(hdbscan["clusters"]):
             raise ValueError("hdbscan clusters must be a list of condensed-tree cluster ids")
     return document
+
+
+def _check_edits(edits, dpc) -> None:
+    if not isinstance(edits, dict) or not isinstance(edits.get("rows"), list) or not isinstance(edits.get("added"), list):
+        raise ValueError("edits must hold rows (runs [first, stop) of rows) and added (the added points' values)")
+    if not edits["rows"] or not all(isinstance(run, list) and len(run) == 2 and _whole_numbers(run) and 0 <= run[0] < run[1]
+                                    for run in edits["rows"]):  # fmt: skip
+        raise ValueError("the edits' rows must be a list of runs [first, stop) with 0 <= first < stop")
+    if not all(isinstance(point, list) and point and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                                         for v in point) for point in edits["added"]):  # fmt: skip
+        raise ValueError("the added points must be lists of finite numbers")
+    if dpc is None or dpc.get("dc") is None:
+        raise ValueError("a session with edited points must give DPC's dc (the edits are DPC's)")
 
 
 def _number_from_text(name: str, text: str) -> float:

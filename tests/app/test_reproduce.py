@@ -12,6 +12,7 @@ import pytest
 
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_json
+from dpstudio.app.streaming import Streaming
 from dpstudio.app.studio import Studio
 
 
@@ -90,6 +91,84 @@ def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
     assert (fresh.dpc.kernel, fresh.dpc.dc, fresh.dbscan.eps, fresh.hdbscan.hand_picked) == ("gaussian", studio.dpc.dc, 0.4, True)
     assert json.loads(saved) == json.loads(session_json(fresh))
     fresh.close()
+
+
+def assert_same_session(fresh, studio):
+    """The same points (values and file rows, in order) and the same DPC results and centers."""
+    for name in ("values", "rows"):
+        np.testing.assert_array_equal(getattr(fresh.dataset.points, name), getattr(studio.dataset.points, name))
+    for name in ("rho_", "delta_", "parent_", "labels_", "centers_"):
+        np.testing.assert_array_equal(getattr(fresh.dpc.model, name), getattr(studio.dpc.model, name), err_msg=name)
+    assert fresh.dpc.centers_picked == studio.dpc.centers_picked
+
+
+def test_a_saved_session_keeps_the_points_added_and_deleted(studio, cache):
+    studio.dpc.pick_count(4)
+    studio.add_point(0.5, -0.25)
+    studio.add_point(-7.0, 3.0)
+    x, y = studio.plot_coordinates("view")
+    near = [(float(x[20]) + dx, float(y[20]) + dy) for dx, dy in ((-0.3, -0.3), (0.3, -0.3), (0.3, 0.3), (-0.3, 0.3))]
+    studio.delete_in_view(near)  # holes in the file's rows
+    studio.set_method("dbscan")
+    saved = session_json(studio)
+    document = json.loads(saved)
+    assert document["dataset"]["name"] == "blobs" and len(document["dataset"]["edits"]["added"]) == 2
+    fresh = Studio()
+    fresh.load(cache.sample("moons"))
+    apply_session(fresh, read_session(saved), cache)
+    assert fresh.dataset.base is cache.sample("blobs") and fresh.method == "dbscan"
+    assert_same_session(fresh, studio)
+    np.testing.assert_array_equal(fresh.labels(), studio.labels())
+    assert json.loads(session_json(fresh)) == document
+    del document["dataset"]["edits"], document["dataset"]["n_points"]
+    apply_session(fresh, document, cache)  # no edits: back to the file's points
+    assert fresh.dataset is cache.sample("blobs") and fresh.dataset.base is None
+    fresh.close()
+
+
+def test_a_saved_session_keeps_a_streams_points(cache):
+    studio = Studio()
+    studio.load(cache.sample("noisy"))
+    streaming = Streaming(studio)
+    streaming.start(10.0)
+    streaming.next_batch(300)
+    studio.dpc.pick_count(3)
+    saved = session_json(studio)
+    assert json.loads(saved)["dataset"]["edits"] == {"rows": [[0, studio.dataset.n_points]], "added": []}
+    fresh = Studio()
+    fresh.load(cache.sample("blobs"))
+    apply_session(fresh, read_session(saved), cache)
+    assert_same_session(fresh, studio)
+    studio.close(), fresh.close()
+
+
+@pytest.mark.parametrize(("edits", "message"), [
+    ({"rows": [[0, 5]]}, "edits must hold rows"),
+    ({"rows": [], "added": []}, "runs \\[first, stop\\)"),
+    ({"rows": [[3, 3]], "added": []}, "runs"),
+    ({"rows": [[0, 5]], "added": [[1.0, "a"]]}, "finite numbers"),
+    ({"rows": [[0, 5]], "added": [[1.0, float("nan")]]}, "finite numbers"),
+])  # fmt: skip
+def test_bad_edits_are_refused_before_anything_changes(edits, message):
+    document = {"dpstudio_session": 1, "dataset": {"sample": "blobs", "edits": edits}, "method": "dpc",
+                "dpc": {"kernel": "cutoff", "dc": 0.5}}  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        read_session(json.dumps(document))
+
+
+@pytest.mark.parametrize(("edits", "message"), [
+    ({"rows": [[0, 10], [5, 12]], "added": []}, "name a row twice"),
+    ({"rows": [[0, 10], [10**6, 10**6 + 1]], "added": []}, "name 1 added points but 0 are given"),
+    ({"rows": [[0, 10], [10**6, 10**6 + 1]], "added": [[1.0, 2.0, 3.0]]}, "each have 2 values"),
+])  # fmt: skip
+def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, message):
+    labels = studio.labels().copy()
+    document = {"dpstudio_session": 1, "dataset": {"sample": "blobs", "edits": edits}, "method": "dpc",
+                "dpc": {"kernel": "cutoff", "dc": 0.5}}  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        apply_session(studio, read_session(json.dumps(document)), cache)
+    assert studio.dataset is cache.sample("blobs")
+    np.testing.assert_array_equal(studio.labels(), labels)
 
 
 @pytest.mark.parametrize(
