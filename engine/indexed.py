@@ -7,8 +7,8 @@ is free for the others. Cached, each computed once: the decision-graph fields of
 mutual-reachability spanning tree of recent min_samples values (``DBSCAN``, ``HDBSCAN``). Centers, eps and the
 cluster selection live in the estimators.
 
-Points can be inserted and deleted (``insert``, ``delete``): the tree and every cached decision-graph field are
-updated in place of a rebuild, with the same result as a fresh computation on the same points in the same order
+Points can be inserted and deleted (``insert``, ``delete``): the tree, every cached decision-graph field and the
+nearest-neighbour lists are updated in place of a rebuild, with the same result as a fresh computation on the same points in the same order
 (``dpstudio.engine.incremental``). Point identity: inserted points take the next indices; a deletion closes the
 gap (every later index moves down), and ``rows`` keeps each point's stable row number (its place in the order the
 points arrived: 0..N-1 for the first ones, then counting on).
@@ -140,9 +140,9 @@ class IndexedPoints:
         return self.index.n_dims
 
     def insert(self, X, timings: dict | None = None) -> np.ndarray:
-        """Add the points X (m, d); returns their indices (the next ones). The tree and every cached (kernel, dc)
-        field are updated; the nearest-neighbour lists, spanning trees and percent-rule dc values, which every
-        point may change, are dropped and recomputed when next asked for. ``timings["update"]``: the seconds."""
+        """Add the points X (m, d); returns their indices (the next ones). The tree, every cached (kernel, dc) field
+        and the nearest-neighbour lists are updated; spanning trees and percent-rule dc values, which every point may
+        change, are dropped and recomputed when next asked for. ``timings["update"]``: the seconds."""
         values = new_points(X, self.n_dims)
         backend, xp = self.backend, self.backend.xp
         with self._lock:
@@ -153,6 +153,8 @@ class IndexedPoints:
             position = backend.positions_of(tree)
             for key, fields in self._fields.items():
                 self._fields[key] = incremental.inserted(backend, tree, fields, n_old, position)
+            if self._neighbours is not None:
+                self._neighbours = backend.knn_inserted(self.index, tree, *self._neighbours, n_old)
             self.points, self.index = points, tree
             self.rows = np.concatenate((self.rows, np.arange(self._next_row, self._next_row + values.shape[0])))
             self._next_row += values.shape[0]
@@ -189,6 +191,8 @@ class IndexedPoints:
             position = backend.positions_of(tree)
             for key, fields in self._fields.items():
                 self._fields[key] = incremental.deleted(backend, old_tree, tree, fields, on_device, old_position, position)
+            if self._neighbours is not None:
+                self._neighbours = backend.knn_deleted(tree, *self._neighbours, on_device)
             self.points, self.index = points, tree
             self.rows = self.rows[mapping >= 0]
             self._forget_neighbourhoods()
@@ -208,9 +212,9 @@ class IndexedPoints:
         return self._replicas
 
     def _forget_neighbourhoods(self) -> None:
+        """Drop what every point's change may change and is not updated in place."""
         self._replicas = None
         self._dc_by_percent.clear()
-        self._neighbours = None
         self._trees.clear()
         self._dc_by_entropy = None
 

@@ -8,6 +8,7 @@ from .assign import halo, labels, points_in_polygon
 from .components import dbscan_labels
 from .density import delta, delta_of_leaves, density_order, rho, rho_of_leaves
 from .index import build_vptree
+from .knn_update import knn_deleted, knn_inserted
 from .mst import mst
 from .potential import potential_sums
 from .search import knn
@@ -45,7 +46,7 @@ def free_memory() -> None:
 
 __all__ = [
     "asarray", "build_vptree", "count_near", "dbscan_labels", "delta", "delta_of_leaves", "density_order", "device_name", "free_memory",
-    "halo", "knn", "labels", "mark_newly_outranked", "merge_order", "mst", "name", "nearest_denser_of", "nearest_newly_denser",
+    "halo", "knn", "knn_deleted", "knn_inserted", "labels", "mark_newly_outranked", "merge_order", "mst", "name", "nearest_denser_of", "nearest_newly_denser",
     "points_in_polygon", "positions_of", "potential_sums", "rho", "rho_at", "rho_of_leaves", "sq_to", "synchronize", "to_numpy", "tree_delete",
     "tree_insert", "xp",
 ]  # fmt: skip

@@ -389,7 +389,7 @@ def points_in_polygon(x: cp.ndarray, y: cp.ndarray, polygon: cp.ndarray) -> cp.n
 # ---------------------------------------------------------------------------------------------------------
 # the DBSCAN family: kNN, mutual-reachability MST, DBSCAN labels (graph.py, graph.cu)
 
-from .graph import dbscan_labels, knn, mst  # noqa: E402  (graph.py uses the helpers above)
+from .graph import dbscan_labels, knn, knn_deleted, knn_inserted, mst  # noqa: E402  (graph.py uses the helpers above)
 
 # ---------------------------------------------------------------------------------------------------------
 # incremental updates (update.py, update.cu)

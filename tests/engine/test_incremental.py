@@ -199,6 +199,30 @@ def test_neighbour_products_are_recomputed_after_an_update(backend, rng):
     )
 
 
+@pytest.mark.parametrize("case", SEQUENCE_CASES)
+def test_neighbour_lists_stay_exact_through_updates(case, backend, rng):
+    """The kNN lists, updated in place of listed again, equal the brute-force lists after every insert and delete
+    (ties by the smaller index), also when there are fewer points than k."""
+    points, n_base, _ = sequence_start(case, "cutoff", rng)
+    indexed = IndexedPoints(points[:n_base], backend=backend)
+    k = IndexedPoints.NEIGHBOURS
+    indexed.neighbours(k)
+    current, waiting = points[:n_base], points[n_base:]
+    for _ in range(8):
+        if waiting.shape[0] and (rng.random() < 0.6 or current.shape[0] < 10):
+            m = int(rng.integers(1, min(250, waiting.shape[0]) + 1))
+            indexed.insert(waiting[:m])
+            current, waiting = np.concatenate((current, waiting[:m])), waiting[m:]
+        else:
+            dead = rng.choice(current.shape[0], int(rng.integers(1, current.shape[0] // 3 + 1)), replace=False)
+            indexed.delete(dead)
+            current = np.delete(current, dead, axis=0)
+        expected_ids, expected_sq = oracle.knn(oracle.rule_sq_dists(current), k)
+        ids, sq = (np.asarray(a.get() if hasattr(a, "get") else a) for a in indexed.neighbours(k))
+        np.testing.assert_array_equal(ids, expected_ids)
+        np.testing.assert_array_equal(sq, expected_sq)
+
+
 def test_rows_say_which_input_row_each_point_is(rng):
     points = rng.normal(size=(60, 2)).astype(np.float32)
     dp = DensityPeaks(dc=0.5, suggest="gamma", backend="cpu").fit(points[:40])
