@@ -9,6 +9,7 @@ An error becomes a message on the page and the session keeps its last good state
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import inspect
 import io
@@ -394,7 +395,8 @@ class StudioPage:
             try:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
-                await asyncio.to_thread(action, *args, **kwargs)
+                with _models_frozen(pn.state.curdoc):
+                    await asyncio.to_thread(action, *args, **kwargs)
                 return True
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
                 log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))
@@ -731,6 +733,22 @@ def _dc_format(smallest: float) -> str:
     decimals: a tiny dc is shown as what it is, not as 0."""
     decimals = max(4, 2 - math.floor(math.log10(smallest)))
     return f"0.[{'0' * decimals}]"
+
+
+@contextlib.contextmanager
+def _models_frozen(doc):
+    """Bokeh walks every model of the page after each plot's or widget's update (about 40 ms for this page), and one
+    action updates several: the walk is held until the updates the action queued on the event loop have run, and
+    done once then (Bokeh's freeze counts nested holds)."""
+    if doc is None:
+        yield
+        return
+    frozen = doc.models.freeze()
+    frozen.__enter__()
+    try:
+        yield
+    finally:  # a callback queued now runs after those the action queued
+        doc.add_next_tick_callback(lambda: frozen.__exit__(None, None, None))
 
 
 def _parameters(action: Callable) -> tuple[str, ...]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
 
 import colorcet
 import datashader as ds
@@ -91,8 +90,12 @@ class SessionPlots:
     def __init__(self, studio: Studio, on_render: Callable[[], None] = lambda: None):
         self.studio, self.session, self.on_render = studio, studio.dpc, on_render
         self.render_seconds: dict[str, float] = {}
-        graph_watched = [hv.streams.Params(self.session, ["revision"]), hv.streams.Params(studio, ["selected"])]
-        view_watched = hv.streams.Params(studio, ["revision", "x_axis", "y_axis"])
+        self._watchers: list = []  # on the studio, removed by close()
+        # one stream per watched set, shared by every layer that redraws on it: HoloViews then updates the overlay
+        # once per change, not once per layer (each update walks the whole overlay)
+        self.graph_revision = hv.streams.Params(self.session, ["revision"])
+        graph_watched = [self.graph_revision, hv.streams.Params(studio, ["selected"])]
+        self.view_watched = view_watched = hv.streams.Params(studio, ["revision", "x_axis", "y_axis"])
         self.graph_ranges = hv.streams.RangeXY()
         self.view_ranges = hv.streams.RangeXY()
         size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
@@ -114,10 +117,9 @@ class SessionPlots:
         self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
 
     def decision_graph(self) -> hv.Overlay:
-        revision = [self._stream(hv.streams.Params(self.session, ["revision"])) for _ in range(2)]
-        centers = hv.DynamicMap(self._graph_centers, streams=[revision[0]])
-        corner = hv.DynamicMap(self._graph_corner, streams=[revision[1]])
-        pointed = hv.DynamicMap(partial(self._pointed, "graph"), streams=[self._stream(hv.streams.Params(self.studio, ["pointed", "revision"]))])
+        centers = hv.DynamicMap(self._graph_centers, streams=[self.graph_revision])
+        corner = hv.DynamicMap(self._graph_corner, streams=[self.graph_revision])
+        pointed = self._ring("graph", ["revision"])
         return (self.graph_image * corner * centers * pointed).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
@@ -130,8 +132,8 @@ class SessionPlots:
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
-        centers = hv.DynamicMap(self._view_centers, streams=[self._stream(hv.streams.Params(self.studio, ["revision", "x_axis", "y_axis"]))])
-        pointed = hv.DynamicMap(partial(self._pointed, "view"), streams=[self._stream(hv.streams.Params(self.studio, ["pointed", "x_axis", "y_axis"]))])
+        centers = hv.DynamicMap(self._view_centers, streams=[self.view_watched])
+        pointed = self._ring("view", ["x_axis", "y_axis"])
         return (self.view_image * centers * pointed).opts(
             hv.opts.RGB(title="Points by cluster: lasso some to see them on the decision graph", framewise=True,
                         tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"], **_size()),
@@ -151,6 +153,20 @@ class SessionPlots:
         and its page would outlive the browser session."""
         for stream in self._streams:
             stream.source = None
+        for watcher in self._watchers:
+            self.studio.param.unwatch(watcher)
+
+    def _ring(self, plot: str, moved_by: list[str]) -> hv.DynamicMap:
+        """The ring around the pointed point, redrawn when another point is pointed at or, while one is, when the
+        studio parameters ``moved_by`` move it; not at every relabel (each redraw walks the whole overlay)."""
+        changed = self._stream(hv.streams.Counter())
+
+        def moved(*events) -> None:
+            if self.studio.pointed is not None or any(event.name == "pointed" for event in events):
+                changed.event()
+
+        self._watchers.append(self.studio.param.watch(moved, ["pointed", *moved_by]))
+        return hv.DynamicMap(lambda counter: self._pointed(plot, self.studio.pointed), streams=[changed])
 
     def _stream(self, stream: hv.streams.Stream) -> hv.streams.Stream:
         self._streams.append(stream)
@@ -204,7 +220,7 @@ class SessionPlots:
         top = max(float(y.max()), bottom) + 0.05 * (float(np.ptp(y)) or 1.0)
         return hv.Path([[(left, top), (left, bottom), (right, bottom)]], ["rho", "delta"])
 
-    def _pointed(self, plot: str, pointed, **ignored) -> hv.Points:
+    def _pointed(self, plot: str, pointed: int | None) -> hv.Points:
         """A ring around the point under the mouse, on both plots at once."""
         names = ("rho", "delta") if plot == "graph" else view_dims(self.studio.x_axis, self.studio.y_axis)
         x = y = np.empty(0)
