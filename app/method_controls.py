@@ -31,7 +31,7 @@ class DBSCANControls:
         self.show_core = pn.widgets.Checkbox(name="Core points larger than border points", value=True)
         self.counts = pn.pane.Markdown()
         self.eps.param.watch(self._eps_moved, "value")
-        self.eps_typed.param.watch(lambda e: self._set_eps(e.new), "value")
+        self.eps_typed.param.watch(self._eps_typed, "value")
         self.min_samples.param.watch(lambda e: self._changed("min_samples", e.new, "Building the tree", state.set_min_samples), "value")
         self.show_core.param.watch(lambda e: self._changed("show_core", e.new, "Redrawing", state.set_show_core), "value")
         for axis, stream in plots.eps_events:
@@ -54,7 +54,7 @@ class DBSCANControls:
         self.eps.param.update(start=low, end=high, step=(high - low) / EPS_STEPS)
         if not math.isclose(10**self.eps.value, state.eps, rel_tol=1e-9):  # a value sent back mid-drag would jump
             self.eps.value = log_eps
-        self.eps_typed.value = float(f"{state.eps:.6g}")
+        self.eps_typed.value = _typed(state.eps)
         self.min_samples.param.update(value=state.min_samples, end=state.dataset.n_points)
         clusters, noise = state.curve().at(state.eps)
         self.counts.object = f"**{clusters:,} clusters, {noise:,} noise points** ({100 * noise / state.dataset.n_points:.1f}%)"
@@ -67,9 +67,18 @@ class DBSCANControls:
         if self.state.loaded and not math.isclose(10**event.new, self.state.eps, rel_tol=1e-9):  # not just show()
             self.follow("Relabelling", self.state.set_eps, 10**event.new)
 
+    def _eps_typed(self, event) -> None:
+        if event.new != _typed(self.state.eps):  # not just show() writing the rounded value back
+            self._set_eps(event.new)
+
     def _set_eps(self, eps) -> None:
         if eps is not None and self.state.loaded and not math.isclose(eps, self.state.eps, rel_tol=1e-6):
             self.follow("Relabelling", self.state.set_eps, float(eps))
+
+
+def _typed(eps: float) -> float:
+    """eps as the typed-value box shows it (6 significant digits)."""
+    return float(f"{eps:.6g}")
 
 
 class HDBSCANControls:

@@ -216,3 +216,28 @@ def test_a_t_sne_view_is_computed_once_per_data_set_and_shared(studio, cache):
     other.show_embedding()
     assert other.dataset.embeddings["t-SNE"] is embedding
     other.close()
+
+
+def test_a_dragged_eps_is_set_once_and_exactly(studio):
+    """The slider's eps is kept to the last digit: the typed-value box shows it rounded, and writing that rounded
+    value back must not set eps a second time (a second relabel and redraw per drag, at a slightly other eps)."""
+    from dpstudio.app.dbscan_plots import DBSCANPlots
+    from dpstudio.app.method_controls import DBSCANControls
+
+    studio.set_method("dbscan")
+    state, calls = studio.dbscan, []
+
+    def follow(label, action, value):
+        calls.append(value)
+        action(value)
+
+    controls = DBSCANControls(state, DBSCANPlots(state), start=lambda *a: pytest.fail("not a long action"), follow=follow)
+    controls.show()
+    power = 10 ** np.ceil(controls.eps.start)  # a power of 10 on the slider: its 6 digits round 1.0000049 by 5e-6
+    assert power < 10**controls.eps.end
+    log_eps = float(np.log10(power * (1 + 4.9e-6)))
+    controls.eps.value = log_eps
+    assert calls == [10**log_eps] and state.eps == 10**log_eps
+    assert controls.eps_typed.value == float(f"{state.eps:.6g}") != state.eps
+    controls.eps_typed.value = 0.5  # a typed value is set as typed
+    assert calls[-1] == 0.5 and state.eps == 0.5
