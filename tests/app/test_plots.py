@@ -36,3 +36,22 @@ def test_center_markers_are_capped():
     assert len(plots._view_centers(studio.revision, "x", "y").data) == MAX_MARKERS
     studio.set_method("dbscan")  # centers are DPC's: no markers for the other methods
     assert len(plots._view_centers(studio.revision, "x", "y").data) == 0
+
+
+def test_large_points_cover_more_pixels_in_their_colours():
+    """A large (core) point is a disc of radius 2 px (21 pixels), a small one of radius 1 px, each in its cluster's
+    colour; a small point next to a large one is drawn under it."""
+    x, y = np.array([0.0, 0.4, 10.0]), np.array([0.0, 0.0, 10.0])  # 5 px per unit: the second point 2 px right
+    labels, large = np.array([0, 1, 1]), np.array([True, False, False])
+    image = shade_categories(x, y, labels, (-5.0, 15.0), (-5.0, 15.0), 100, 100, ("x", "y"), large=large)
+    rgba = image.data
+
+    def pixels(label):
+        red, green, blue = (int(CLUSTER_COLOURS[label][i : i + 2], 16) for i in (1, 3, 5))
+        return (rgba[..., 0] == red) & (rgba[..., 1] == green) & (rgba[..., 2] == blue) & (rgba[..., 3] > 0)
+
+    core, border = pixels(0), pixels(1)
+    lone = border.copy()
+    lone[70:, :] = False  # the lone small point at (10, 10) only: rows are flipped, so it is near the top
+    assert core.sum() == 21 and 1 < lone.sum() < 21 and not (core & border).any()
+    assert border.sum() > lone.sum()  # the small point beside the core shows where the core's disc does not cover it
