@@ -60,12 +60,14 @@ class Dataset:
     def edited(self, indexed: IndexedPoints, order: np.ndarray | None = None) -> Dataset:
         """This data set after points were inserted or deleted in ``indexed`` (a session's own copy of the index;
         the shared data set stays as it was). ``order``: each point's place in the data set as loaded, past its
-        end for a new point; by default the engine's arrival order (``indexed.rows``). Points keep their file
-        rows; new ones count on past the file's last row. There is no ground truth for the new points, nor
-        another reading of the source."""
+        end for a new point; by default the engine's arrival order (``indexed.rows``), and a given one becomes the
+        engine's, so that points inserted later count on past both. Points keep their file rows; new ones count on
+        past the file's last row. There is no ground truth for the new points, nor another reading of the source."""
         base = self.base or self
         first, file_rows = base.n_points, base.points.rows
-        order = indexed.rows if order is None else order
+        if order is not None:
+            indexed.number_rows(order, max(first, int(order.max(initial=-1)) + 1))
+        order = indexed.rows
         rows = np.where(order < first, file_rows[np.minimum(order, first - 1)], file_rows.max(initial=-1) + 1 + order - first)
         points = Points(indexed.backend.to_numpy(indexed.points), base.points.columns, rows, base.points.dropped_rows)
         projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))

@@ -19,6 +19,7 @@ import numpy as np
 
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks, IndexedPoints
+from dpstudio.engine.data import new_points
 
 from .datasets import Dataset, DatasetCache
 from .studio import METHODS, Studio
@@ -114,18 +115,26 @@ def edits_document(dataset: Dataset) -> dict:
 
 def edited_points(base: Dataset, edits: dict) -> tuple[np.ndarray, np.ndarray]:
     """(values, order) of the edited points an edits document describes (``order`` as in ``Dataset.edited``)."""
-    rows = np.concatenate([np.arange(first, stop, dtype=np.int64) for first, stop in edits["rows"]])
     file_rows, first_new = base.points.rows, base.n_points
-    last = int(file_rows.max(initial=-1))
-    new = rows > last
+    last, n_added = int(file_rows.max(initial=-1)), len(edits["added"])
+    stop = max(stop for _, stop in edits["rows"])
+    if stop > last + 1 + n_added:  # checked before any array is made: a saved file is not trusted with memory
+        raise ValueError(f"the edits' rows go up to row {stop - 1}, past the file's last row ({last}) and the "
+                         f"{n_added} added points")  # fmt: skip
+    if sum(stop - first for first, stop in edits["rows"]) > first_new + n_added:
+        raise ValueError("the edits name a row twice")
     columns = base.points.columns
     if any(len(point) != len(columns) for point in edits["added"]):
         raise ValueError(f"the added points must each have {len(columns)} values ({', '.join(columns)})")
-    added = np.asarray(edits["added"], np.float64).reshape(-1, len(columns))
-    if int(new.sum()) != len(added):
-        raise ValueError(f"the edits' rows name {int(new.sum())} added points but {len(added)} are given")
+    added = new_points(np.asarray(edits["added"], np.float64).reshape(-1, len(columns)), len(columns))
+    rows = np.concatenate([np.arange(first, stop, dtype=np.int64) for first, stop in edits["rows"]])
+    new = rows > last
     if np.unique(rows).size != rows.size:
         raise ValueError("the edits name a row twice")
+    if int(new.sum()) != len(added):
+        raise ValueError(f"the edits' rows name {int(new.sum())} added points but {len(added)} are given")
+    if rows.size < 2:
+        raise ValueError(f"the edits keep {rows.size} point; clustering needs at least 2")
     index = np.searchsorted(file_rows, rows[~new])
     missing = (index >= first_new) | (file_rows[np.minimum(index, first_new - 1)] != rows[~new])
     if missing.any():

@@ -11,7 +11,7 @@ Points can be inserted and deleted (``insert``, ``delete``): the tree, every cac
 nearest-neighbour lists are updated in place of a rebuild, with the same result as a fresh computation on the same points in the same order
 (``dpstudio.engine.incremental``). Point identity: inserted points take the next indices; a deletion closes the
 gap (every later index moves down), and ``rows`` keeps each point's stable row number (its place in the order the
-points arrived: 0..N-1 for the first ones, then counting on).
+points arrived: 0..N-1 for the first ones, then counting on; ``number_rows`` gives them other numbers).
 """
 
 from __future__ import annotations
@@ -138,6 +138,17 @@ class IndexedPoints:
     @property
     def n_dims(self) -> int:
         return self.index.n_dims
+
+    def number_rows(self, rows, next_row: int) -> None:
+        """Give the points the stable row numbers ``rows`` (one each, all different); points inserted later count
+        on from ``next_row``, which must be past every one of them."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if rows.shape[0] != self.n_points or np.unique(rows).size != rows.size:
+            raise ValueError(f"expected {self.n_points} different row numbers, got {rows.size}")
+        if rows.size and next_row <= rows.max():
+            raise ValueError(f"the next row ({next_row}) must come after the last one given ({rows.max()})")
+        with self._lock:
+            self.rows, self._next_row = rows.copy(), int(next_row)
 
     def insert(self, X, timings: dict | None = None) -> np.ndarray:
         """Add the points X (m, d); returns their indices (the next ones). The tree, every cached (kernel, dc) field

@@ -156,18 +156,45 @@ def test_bad_edits_are_refused_before_anything_changes(edits, message):
         read_session(json.dumps(document))
 
 
+def test_a_loaded_sessions_points_count_on_from_its_rows(studio, cache):
+    """Points added after a saved session's edits were loaded take rows past the file's and the saved added ones,
+    and saving again keeps every row."""
+    last = int(cache.sample("blobs").points.rows.max())
+    document = {"dpstudio_session": 1, "method": "dpc", "dpc": {"kernel": "cutoff", "dc": 0.5},
+                "dataset": {"sample": "blobs", "edits": {"rows": [[10, 100], [last + 1, last + 2]], "added": [[0.5, 0.5]]}}}  # fmt: skip
+    apply_session(studio, read_session(json.dumps(document)), cache)
+    np.testing.assert_array_equal(studio.dataset.points.rows, [*range(10, 100), last + 1])
+    studio.add_point(-1.0, 2.0)
+    np.testing.assert_array_equal(studio.dataset.points.rows, [*range(10, 100), last + 1, last + 2])
+    saved = json.loads(session_json(studio))["dataset"]["edits"]
+    assert saved == {"rows": [[10, 100], [last + 1, last + 3]], "added": [[0.5, 0.5], [-1.0, 2.0]]}
+
+
+def at_the_end(edits, last):
+    """Rows given as offsets past the file's last row (``"+k"``) made absolute."""
+    return {**edits, "rows": [[last + int(v[1:]) if isinstance(v, str) else v for v in run] for run in edits["rows"]]}
+
+
 @pytest.mark.parametrize(("edits", "message"), [
     ({"rows": [[0, 10], [5, 12]], "added": []}, "name a row twice"),
-    ({"rows": [[0, 10], [10**6, 10**6 + 1]], "added": []}, "name 1 added points but 0 are given"),
-    ({"rows": [[0, 10], [10**6, 10**6 + 1]], "added": [[1.0, 2.0, 3.0]]}, "each have 2 values"),
+    ({"rows": [[0, 100]] * 10**4, "added": []}, "name a row twice"),  # refused before 10^6 rows are made
+    ({"rows": [[0, 10], ["+1", "+2"]], "added": []}, "past the file's last row"),
+    ({"rows": [[0, 10**10]], "added": []}, "past the file's last row"),  # refused before the array is made
+    ({"rows": [[0, 10], ["+1", "+2"]], "added": [[0.0, 1.0], [2.0, 3.0]]}, "name 1 added points but 2 are given"),
+    ({"rows": [[0, 10], ["+1", "+2"]], "added": [[1.0, 2.0, 3.0]]}, "each have 2 values"),
+    ({"rows": [[0, 10], ["+1", "+2"]], "added": [[1e39, 0.0]]}, "too large"),  # past float32
+    ({"rows": [[0, 10], ["+1", "+2"]], "added": [[1e20, 0.0]]}, "too large"),  # its squared distances overflow
+    ({"rows": [[7, 8]], "added": []}, "at least 2"),
 ])  # fmt: skip
 def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, message):
+    studio.set_method("hdbscan")
     labels = studio.labels().copy()
+    edits = at_the_end(edits, int(cache.sample("blobs").points.rows.max()))
     document = {"dpstudio_session": 1, "dataset": {"sample": "blobs", "edits": edits}, "method": "dpc",
                 "dpc": {"kernel": "cutoff", "dc": 0.5}}  # fmt: skip
     with pytest.raises(ValueError, match=message):
         apply_session(studio, read_session(json.dumps(document)), cache)
-    assert studio.dataset is cache.sample("blobs")
+    assert studio.dataset is cache.sample("blobs") and studio.method == "hdbscan"
     np.testing.assert_array_equal(studio.labels(), labels)
 
 
