@@ -207,42 +207,42 @@ class StudioPage:
         self.embed.on_click(lambda e: self._start("Computing the t-SNE view (a minute or two at 50,000 points)", studio.show_embedding))
         self.use_features.on_click(lambda e: self._start("Loading", self._set_features, list(self.features.value), self.standardize.value))
         self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new), "value")
-        self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new), "value_throttled")
+        self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new, redraw=True), "value_throttled")
         self.dc_percent.param.watch(self._percent_typed, "value")
-        self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new), "value")
+        self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
         self.halo.param.watch(lambda e: self._start("Computing the halo", session.set_halo, e.new), "value")
         self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
         teaching = self.teaching
         # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
         self.plots.view_tap.add_subscriber(self._view_clicked)
-        self.forest.param.watch(lambda e: e.new != teaching.forest and self._start("Drawing the arrows", teaching.show_forest, e.new), "value")
-        self.edges.param.watch(lambda e: e.new != teaching.edges and self._start("Drawing the edges", teaching.show_edges, e.new), "value")
+        self.forest.param.watch(lambda e: e.new != teaching.forest and self._start("Drawing the arrows", teaching.show_forest, e.new, redraw=True), "value")
+        self.edges.param.watch(lambda e: e.new != teaching.edges and self._start("Drawing the edges", teaching.show_edges, e.new, redraw=True), "value")
         self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self.follow("Stepping", teaching.go_to_step, 0 if e.new else None), "value")
         self.player.param.watch(lambda e: teaching.step not in (None, e.new) and self.follow("Stepping", teaching.go_to_step, e.new), "value")
-        self.circles.param.watch(lambda e: e.new != teaching.circles and self._start("Drawing the circles", teaching.show_circles, e.new), "value")
+        self.circles.param.watch(lambda e: e.new != teaching.circles and self._start("Drawing the circles", teaching.show_circles, e.new, redraw=True), "value")
         teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "circles", "step"])
         self.stream_start.on_click(lambda e: self._start("Starting the stream", self.streaming.start, self.stream_percent.value))
-        self.stream_next.on_click(lambda e: self._start("Streaming a batch in", self.streaming.next_batch, self.batch_size.value))
-        self.stream_undo.on_click(lambda e: self._start("Taking the last batch out", self.streaming.delete_last))
+        self.stream_next.on_click(lambda e: self._start("Streaming a batch in", self.streaming.next_batch, self.batch_size.value, redraw=True))
+        self.stream_undo.on_click(lambda e: self._start("Taking the last batch out", self.streaming.delete_last, redraw=True))
         self.stream_play.param.watch(self._play, "value")
         self.streaming.param.watch(self._show_stream, ["log", "streamed"])
-        self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y))
+        self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y, redraw=True))
         self.gamma_plot.tap.add_subscriber(lambda x, y: self._pick_by_rank(self.gamma_plot.clicked_count(x)))
         for plot, pointer in (("view", self.plots.view_pointer), ("graph", self.plots.graph_pointer)):
             pointer.add_subscriber(lambda x, y, plot=plot: self.follow(f"Pointing at the {plot}", self._point_at, (plot, x, y), keep_alert=True))
         self.plots.view_lasso.add_subscriber(self._view_lassoed)
-        self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None))
+        self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None, redraw=True))
         studio.param.watch(self._show_pointed, ["pointed"])
         studio.param.watch(self._show_selected, ["selected"])
         studio.param.watch(lambda e: self._show_dataset(), ["dataset"])  # loaded, edited or streamed
-        self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest))
-        self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value))
-        self.clear.on_click(lambda e: self._start("Relabelling", session.clear))
-        self.undo.on_click(lambda e: self._start("Relabelling", session.undo))
-        self.accept.on_click(lambda e: self._start("Relabelling", session.confirm))
+        self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest, redraw=True))
+        self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value, redraw=True))
+        self.clear.on_click(lambda e: self._start("Relabelling", session.clear, redraw=True))
+        self.undo.on_click(lambda e: self._start("Relabelling", session.undo, redraw=True))
+        self.accept.on_click(lambda e: self._start("Relabelling", session.confirm, redraw=True))
         self.cancel.on_click(lambda e: session.cancel())
-        self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry))
-        self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds))
+        self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry, redraw=True))
+        self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds, redraw=True))
         session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel", "log_axes"])
         studio.param.watch(self._show_clusters, ["revision"])
         studio.param.watch(self._show_teaching, ["revision"])
@@ -374,15 +374,16 @@ class StudioPage:
         try:
             while (wanted := self._wanted.get(label)) is not None:
                 self._wanted[label] = None
-                await self.run(label, *wanted, quiet=True, keep_alert=keep_alert)
+                await self.run(label, *wanted, quiet=True, keep_alert=keep_alert, redraw=True)
         finally:
             del self._wanted[label]
 
     async def run(self, label: str, action: Callable, *args, activity: Activity | None = None, quiet: bool = False,
-                  keep_alert: bool = False, **kwargs) -> bool:  # fmt: skip
+                  keep_alert: bool = False, redraw: bool = False, **kwargs) -> bool:  # fmt: skip
         """Run ``action`` in a worker thread with progress shown (not when ``quiet``: a cheap relabel); on failure
         show why and keep the last state. ``keep_alert``: an action that is no answer to an earlier error (the
-        mouse moving over a plot) leaves its message on screen."""
+        mouse moving over a plot) leaves its message on screen. ``redraw``: the action only changes what views
+        already on the page show (it builds none), so Bokeh's walk of the models is held (``_models_frozen``)."""
         activity = activity or self.work
         async with activity.lock:
             if not keep_alert:
@@ -395,7 +396,7 @@ class StudioPage:
             try:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
-                with _models_frozen(pn.state.curdoc):
+                with _models_frozen(pn.state.curdoc if redraw else None):
                     await asyncio.to_thread(action, *args, **kwargs)
                 return True
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
@@ -435,15 +436,15 @@ class StudioPage:
 
     def _view_clicked(self, x: float | None, y: float | None) -> None:
         if self.click_mode.value == "add" and x is not None and y is not None:
-            self._start("Adding a point", self.studio.add_point, x, y)
+            self._start("Adding a point", self.studio.add_point, x, y, redraw=True)
         else:  # quiet and coalesced (follow): drawn at once, with no progress bar flashing
             self.follow("Explaining", self._explain_at, (x, y))
 
     def _view_lassoed(self, geometry) -> None:
         if self.lasso_mode.value == "select":
-            self._start("Selecting", self.studio.select_in_view, geometry)
+            self._start("Selecting", self.studio.select_in_view, geometry, redraw=True)
         elif geometry is not None and len(geometry) >= 3:  # fewer vertices: a click, which the click mode handles
-            self._start("Deleting points", self.studio.delete_in_view, geometry)
+            self._start("Deleting points", self.studio.delete_in_view, geometry, redraw=True)
 
     def _play(self, event) -> None:
         """Play the stream: a batch a second (a slower batch makes the next ones wait, not pile up)."""
@@ -479,11 +480,11 @@ class StudioPage:
     def _pick_by_rank(self, n_centers: int | None) -> None:
         if n_centers is not None:
             self.n_clusters.value = n_centers
-            self._start("Relabelling", self.session.pick_count, n_centers)
+            self._start("Relabelling", self.session.pick_count, n_centers, redraw=True)
 
     def _go_to_dc(self, dc: float | None) -> None:
         if dc is not None and dc != self.session.dc:
-            self._start("Changing dc", self.session.set_dc, dc)
+            self._start("Changing dc", self.session.set_dc, dc, redraw=True)
 
     def _file_chosen(self, event) -> None:
         if event.new:  # {}: emptied, here or by removing the file in the widget
@@ -562,7 +563,7 @@ class StudioPage:
 
     def _percent_typed(self, event) -> None:
         if event.new.strip() and event.new != _percent_text(self.session.dc_percent):
-            self._start("Changing dc", self._set_percent, event.new)
+            self._start("Changing dc", self._set_percent, event.new, redraw=True)
 
     def _set_percent(self, text: str, progress=None) -> None:
         try:
@@ -737,9 +738,11 @@ def _dc_format(smallest: float) -> str:
 
 @contextlib.contextmanager
 def _models_frozen(doc):
-    """Bokeh walks every model of the page after each plot's or widget's update (about 40 ms for this page), and one
-    action updates several: the walk is held until the updates the action queued on the event loop have run, and
-    done once then (Bokeh's freeze counts nested holds)."""
+    """Bokeh walks every model of the page after each update that sets a model-valued property (about 40 ms for
+    this page), and one relabel makes several: the walk is held until the updates the action queued on the event
+    loop have run, and done once then (Bokeh's freeze counts nested holds). Only for actions that build no view:
+    a model made while the walk is held joins the page only then, so its own later changes would not reach the
+    browser."""
     if doc is None:
         yield
         return

@@ -10,7 +10,8 @@ from playwright.sync_api import Page, expect
 
 from dpstudio import sample_data
 
-from .test_app import ROWS, TIMEOUT_MS, data_set_info, open_app, table_rows
+from .test_app import ROWS, TIMEOUT_MS, data_set_info, open_app, plot_canvas, table_rows
+from .test_views import drag_eps_left
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +26,18 @@ def test_a_url_opens_a_sample_with_its_parameters_and_a_bad_one_says_why(page: P
     moons = sample_data.path("moons")
     expect(command_box(page)).to_have_value(f"dpstudio cluster {moons} --method dbscan --eps 0.15 --min-samples 6 --out labels.csv",
                                             timeout=TIMEOUT_MS)  # fmt: skip
+    # DBSCAN's views, made while the URL's session loaded, follow a drag of ε (once the slider shows the URL's ε:
+    # a drag before would be undone by the value arriving late on a loaded machine)
+    handle = page.locator(".noUi-handle:visible").first
+    expect(handle).to_have_attribute("aria-valuenow", re.compile(r"^-0\.8"), timeout=TIMEOUT_MS)  # log10(0.15)
+    page.wait_for_timeout(1000)
+    view = plot_canvas(page, "Points by cluster")
+    picture = view.screenshot()
+    before, during = drag_eps_left(page)
+    assert during > before
+    expect(command_box(page)).not_to_have_value(re.compile("--eps 0.15 "), timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    assert view.screenshot() != picture, "the 2-D view was not recoloured"
     open_app(page, f"{server.url}/?dc=abc")
     expect(page.get_by_text("The URL's parameters were not used: dc must be a number, got 'abc'")).to_be_visible()
 

@@ -46,20 +46,27 @@ def switch_to_dbscan(page: Page) -> None:
     page.wait_for_timeout(3000)  # the k-distance plot, the curves and the slider's new range arrive
 
 
-def test_dragging_the_eps_slider_relabels_while_the_mouse_moves(page: Page, server):
-    open_app(page, server.url)
-    switch_to_dbscan(page)
-    view = plot_canvas(page, "Points by cluster")
-    before, picture = noise_points(page), view.screenshot()
+def drag_eps_left(page: Page) -> tuple[int, int]:
+    """Drag the ε slider's handle 40 px left (a smaller ε: more noise); the noise count before and while the
+    button is still held (polled, as a loaded CI machine answers late)."""
+    before = noise_points(page)
     handle = page.locator(".noUi-handle:visible").first
     box = handle.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
-    page.mouse.move(box["x"] - 40, box["y"] + box["height"] / 2, steps=10)  # smaller eps: more noise
-    # the button is still held: the counts follow the drag (polled, as a loaded CI machine answers late)
+    page.mouse.move(box["x"] - 40, box["y"] + box["height"] / 2, steps=10)
     expect(counts(page)).not_to_contain_text(re.compile(rf"\b{before:,} noise points"), timeout=TIMEOUT_MS)
     during = noise_points(page)
     page.mouse.up()
+    return before, during
+
+
+def test_dragging_the_eps_slider_relabels_while_the_mouse_moves(page: Page, server):
+    open_app(page, server.url)
+    switch_to_dbscan(page)
+    view = plot_canvas(page, "Points by cluster")
+    picture = view.screenshot()
+    before, during = drag_eps_left(page)
     assert during > before
     expect(page.get_by_text("relabel:")).to_be_visible()
     page.wait_for_timeout(1000)
