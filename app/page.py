@@ -623,19 +623,14 @@ class StudioPage:
         self.method.value = studio.method
         self.colour_by.param.update(value=studio.colour_by, disabled=studio.dataset.truth is None)
         self.unpin.disabled = studio.pinned is None
-        # on the event loop, as Deferred shows its views: set from a worker thread (a session or URL opening a
-        # method), a panel's visibility sometimes never reached the browser, which kept DPC's controls on screen
-        pn.state.execute(partial(self._show_method_panels, studio.method))
+        for name, controls in (("dpc", self.dpc_panel), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
+            controls.visible = self.sensitivity[name].visible = name == studio.method
         for name in self.method_plots:
             self.method_plots[name].show(name == studio.method)
         self.eps_curves.show(studio.method == "dbscan")
         self.dbscan.show()
         self.hdbscan.show()
         self._show_comparison()
-
-    def _show_method_panels(self, method: str) -> None:
-        for name, controls in (("dpc", self.dpc_panel), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
-            controls.visible = self.sensitivity[name].visible = name == method
 
     def _show_comparison(self) -> None:
         studio = self.studio
