@@ -9,7 +9,6 @@ An error becomes a message on the page and the session keeps its last good state
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import inspect
 import io
@@ -29,6 +28,7 @@ from dpstudio.engine.data import READABLE
 
 from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
+from .document import walk_held
 from .gamma_plot import GammaPlot
 from .method_controls import DBSCANControls, HDBSCANControls
 from .plots import MAX_MARKERS, SessionPlots
@@ -383,7 +383,7 @@ class StudioPage:
         """Run ``action`` in a worker thread with progress shown (not when ``quiet``: a cheap relabel); on failure
         show why and keep the last state. ``keep_alert``: an action that is no answer to an earlier error (the
         mouse moving over a plot) leaves its message on screen. ``redraw``: the action only changes what views
-        already on the page show (it builds none), so Bokeh's walk of the models is held (``_models_frozen``)."""
+        already on the page show (it builds none), so Bokeh's walk of the models is held (``document.walk_held``)."""
         activity = activity or self.work
         async with activity.lock:
             if not keep_alert:
@@ -396,7 +396,7 @@ class StudioPage:
             try:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
-                with _models_frozen(pn.state.curdoc if redraw else None):
+                with walk_held(pn.state.curdoc if redraw else None):
                     await asyncio.to_thread(action, *args, **kwargs)
                 return True
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
@@ -735,24 +735,6 @@ def _dc_format(smallest: float) -> str:
     decimals: a tiny dc is shown as what it is, not as 0."""
     decimals = max(4, 2 - math.floor(math.log10(smallest)))
     return f"0.[{'0' * decimals}]"
-
-
-@contextlib.contextmanager
-def _models_frozen(doc):
-    """Bokeh walks every model of the page after each update that sets a model-valued property (about 40 ms for
-    this page), and one relabel makes several: the walk is held until the updates the action queued on the event
-    loop have run, and done once then (Bokeh's freeze counts nested holds). Only for actions that build no view:
-    a model made while the walk is held joins the page only then, so its own later changes would not reach the
-    browser."""
-    if doc is None:
-        yield
-        return
-    frozen = doc.models.freeze()
-    frozen.__enter__()
-    try:
-        yield
-    finally:  # a callback queued now runs after those the action queued
-        doc.add_next_tick_callback(lambda: frozen.__exit__(None, None, None))
 
 
 def _parameters(action: Callable) -> tuple[str, ...]:

@@ -260,9 +260,13 @@ class SessionPlots:
 
 def _select_on_markers_only(plot, element) -> None:
     """Selection tools hit-test only the center markers: Bokeh cannot hit-test an image with a polygon, and the
-    server maps the lasso's geometry to points itself. continuous=False: one event when the gesture ends."""
+    server maps the lasso's geometry to points itself. continuous=False: one event when the gesture ends. Only the
+    markers' layer sets them: the pointing ring is Points too, and the two setting their own renderer in turn
+    changed the tools at every redraw, which made Bokeh walk all the page's models."""
     from bokeh.models import BoxSelectTool, LassoSelectTool
 
+    if element.group != "Points":  # the ring ("Pointed")
+        return
     for tool in plot.state.tools:
         if isinstance(tool, (LassoSelectTool, BoxSelectTool)):
             tool.renderers = [plot.handles["glyph_renderer"]]

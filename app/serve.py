@@ -5,18 +5,17 @@ from __future__ import annotations
 import gc
 import logging
 import socket
-import threading
 import weakref
 
 import numpy as np
 import panel as pn
-from bokeh.document import Document
 from tornado.ioloop import IOLoop
 
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
 
 from .datasets import Dataset, DatasetCache
+from .document import changes_from_threads_on_the_loop, walks_only_when_changed
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plots import shade_categories
 
@@ -37,6 +36,7 @@ def make_app(cache: DatasetCache, settings: PageSettings):
 
     def app():
         changes_from_threads_on_the_loop(pn.state.curdoc)
+        walks_only_when_changed(pn.state.curdoc)
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
         OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"
@@ -45,27 +45,6 @@ def make_app(cache: DatasetCache, settings: PageSettings):
         return page.layout
 
     return app
-
-
-def changes_from_threads_on_the_loop(doc: Document) -> None:
-    """Hand ``doc``'s change events raised in other threads to the event loop (this thread), in order.
-
-    Bokeh's way to change a page from another thread is ``add_next_tick_callback``, and Panel and HoloViews use it
-    for every change made in the page's worker threads. But it records the callback through a change event, and
-    while the loop holds the document (Panel holds it through each update it sends) an event from another thread
-    is put in the held list, which the loop swaps out unlocked: one that lands between the copy and the swap is
-    lost, and its callback never runs (a method's controls left on screen, a comparison never hidden). On the
-    loop, the held list has one thread."""
-    loop, loop_thread = IOLoop.current(), threading.get_ident()
-    trigger = doc.callbacks.trigger_on_change
-
-    def trigger_on_the_loop(event) -> None:
-        if threading.get_ident() == loop_thread:
-            trigger(event)
-        else:
-            loop.add_callback(trigger, event)
-
-    doc.callbacks.trigger_on_change = trigger_on_the_loop
 
 
 def session_ended(page: StudioPage) -> None:

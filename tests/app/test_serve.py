@@ -1,5 +1,5 @@
-"""``dpstudio serve``'s setup without a browser: the websocket origins it allows, and its documents' changes from
-worker threads."""
+"""``dpstudio serve``'s setup without a browser: the websocket origins it allows, and its documents (changes from
+worker threads, walks of the models)."""
 
 import asyncio
 import socket
@@ -9,8 +9,11 @@ import threading
 import pytest
 from bokeh.document import Document
 from bokeh.document.events import SessionCallbackAdded
+from bokeh.document.models import DocumentModelManager
+from bokeh.models import Column, Div
 
-from dpstudio.app.serve import changes_from_threads_on_the_loop, free_port, websocket_origins
+from dpstudio.app.document import changes_from_threads_on_the_loop, walks_only_when_changed
+from dpstudio.app.serve import free_port, websocket_origins
 
 
 def test_origins_name_the_bound_address_and_port():
@@ -79,3 +82,31 @@ def test_callbacks_a_thread_adds_while_the_loop_holds_the_document(handed_to_the
         assert started == callbacks and session.threads == {loop_thread}
     else:  # the race this guards against is still Bokeh's: when it is fixed there, this function can go
         assert len(started) < len(callbacks)
+
+
+def test_the_models_are_walked_only_when_the_page_may_hold_others(monkeypatch):
+    walks = []
+    recompute = DocumentModelManager.recompute
+    monkeypatch.setattr(DocumentModelManager, "recompute", lambda models: walks.append(1) or recompute(models))
+    doc, kept = Document(), Div(text="kept")
+    root = Column(children=[kept])
+    doc.add_root(root)
+    walks_only_when_changed(doc)
+    walks.clear()
+    with doc.models.freeze():  # a plot update (HoloViews freezes through each) that sets no model
+        kept.text = "changed"
+    assert walks == [] and doc.get_model_by_id(kept.id) is kept
+    added = Div(text="added")
+    with doc.models.freeze():
+        root.children = [added]
+    assert walks == [1] and added.document is doc and kept.document is None
+    root.children = [kept]  # not frozen: walked at once
+    assert walks == [1, 1] and kept.document is doc and added.document is None
+    second = Div()
+    doc.add_root(second)
+    assert len(walks) == 3 and second.document is doc
+    doc.remove_root(second)
+    assert len(walks) == 4 and second.document is None
+    with doc.models.freeze():
+        kept.text = "again"
+    assert len(walks) == 4
