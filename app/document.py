@@ -1,51 +1,61 @@
-"""A session's Bokeh document, made safe and cheap to update from the page's worker threads: their change events
-are handed to the event loop, and Bokeh's walk of the page's models is held through a redraw and skipped when
+"""A session's Bokeh document, made safe and cheap to update from the page's worker threads: the callbacks they
+add always reach the session, and Bokeh's walk of the page's models is held through a redraw and skipped when
 no update could have changed which models the page holds."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Iterator
 
 from bokeh.document import Document
-from tornado.ioloop import IOLoop
+from bokeh.document.callbacks import invoke_with_curdoc
+from bokeh.document.events import SessionCallbackAdded, SessionCallbackRemoved
 
 
-def changes_from_threads_on_the_loop(doc: Document) -> None:
-    """Hand ``doc``'s change events raised in other threads to the event loop (this thread), in order.
+def callbacks_from_threads_never_held(doc: Document) -> None:
+    """Next-tick callbacks that other threads add to ``doc`` reach its session at once, even while the document is
+    held.
 
-    Bokeh's way to change a page from another thread is ``add_next_tick_callback``, and Panel and HoloViews use it
-    for every change made in the page's worker threads. But it records the callback through a change event, and
-    while the loop holds the document (Panel holds it through each update it sends) an event from another thread
-    is put in the held list, which the loop swaps out unlocked: one that lands between the copy and the swap is
-    lost, and its callback never runs (a method's controls left on screen, a comparison never hidden). On the
-    loop, the held list has one thread."""
-    loop, loop_thread = IOLoop.current(), threading.get_ident()
-    trigger = doc.callbacks.trigger_on_change
+    Bokeh's way to change a page from another thread is ``add_next_tick_callback``, and Panel and HoloViews take it
+    for the changes made in the page's worker threads. It records the callback through a change event, and while
+    the event loop holds the document (Panel holds it through each update it sends) an event from another thread
+    is put in the held list, which the loop copies and then replaces without a lock: one that lands between the
+    two is lost, and its callback never runs (a method's controls left on screen, a comparison never hidden).
+    Other threads' callback events now skip the hold and go to the session, as Bokeh sends them when the document
+    is not held (the session queues them on the loop, thread-safely), which is what Panel's own hold from a worker
+    thread expects; every other event is handled as before."""
+    callbacks, document, loop_thread = doc.callbacks, weakref.ref(doc), threading.get_ident()  # on the server's loop
+    trigger = callbacks.trigger_on_change
 
-    def trigger_on_the_loop(event) -> None:
-        if threading.get_ident() == loop_thread:
+    def trigger_unless_held_elsewhere(event) -> None:
+        if threading.get_ident() == loop_thread or not isinstance(event, (SessionCallbackAdded, SessionCallbackRemoved)):
             trigger(event)
-        else:
-            loop.add_callback(trigger, event)
+        elif (doc := document()) is not None:  # what Bokeh does with an event on a document not held
+            invoke_with_curdoc(doc, lambda: [receive(event) for receive in callbacks.change_callbacks()])
 
-    doc.callbacks.trigger_on_change = trigger_on_the_loop
+    callbacks.trigger_on_change = trigger_unless_held_elsewhere
 
 
 def walks_only_when_changed(doc: Document) -> None:
-    """Bokeh walks all of ``doc``'s models (``recompute``: 40-100 ms for this page) to find which are in it, at
+    """Bokeh walks all of ``doc``'s models (``recompute``: about 100 ms for this page) to find which are in it, at
     the end of every ``freeze`` (HoloViews freezes through each plot update) and after each update that sets a
-    model-valued property. Only those updates, and roots added or removed, can change which models are in it: the
-    walk now runs only after one of them, so a relabel that sends new pixels and colours walks none."""
-    models = doc.models
+    model-valued property (``invalidate``). Only those updates and roots added or removed can change which models
+    are in it (Bokeh's hinted data-source changes, ``stream`` and ``patch``, skip ``invalidate``: this page puts
+    no models in a data source): the walk now runs only after one of them, so a relabel that sends new pixels and
+    colours walks none."""
+    models, document = doc.models, weakref.ref(doc)  # weakly: these live on the document
     recompute, invalidate = models.recompute, models.invalidate
-    changed, walked_roots = False, tuple(doc.roots)  # Bokeh has walked them so far
+    changed, walked_roots = True, None
 
     def recompute_if_changed() -> None:
         nonlocal changed, walked_roots
-        if changed or walked_roots != tuple(doc.roots):
-            changed, walked_roots = False, tuple(doc.roots)
+        if (doc := document()) is None:
+            return
+        roots = tuple(root.id for root in doc.roots)
+        if changed or roots != walked_roots:
+            changed, walked_roots = False, roots
             recompute()
 
     def invalidate_noted() -> None:

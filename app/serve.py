@@ -15,7 +15,7 @@ from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
 
 from .datasets import Dataset, DatasetCache
-from .document import changes_from_threads_on_the_loop, walks_only_when_changed
+from .document import callbacks_from_threads_never_held, walks_only_when_changed
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plots import shade_categories
 
@@ -35,7 +35,7 @@ def make_app(cache: DatasetCache, settings: PageSettings):
     """The Panel app factory: a fresh page per session; its arrays are dropped when the browser goes away."""
 
     def app():
-        changes_from_threads_on_the_loop(pn.state.curdoc)
+        callbacks_from_threads_never_held(pn.state.curdoc)
         walks_only_when_changed(pn.state.curdoc)
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
         OPEN_PAGES.add(page)

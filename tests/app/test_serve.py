@@ -1,9 +1,7 @@
 """``dpstudio serve``'s setup without a browser: the websocket origins it allows, and its documents (changes from
 worker threads, walks of the models)."""
 
-import asyncio
 import socket
-import sys
 import threading
 
 import pytest
@@ -12,7 +10,7 @@ from bokeh.document.events import SessionCallbackAdded
 from bokeh.document.models import DocumentModelManager
 from bokeh.models import Column, Div
 
-from dpstudio.app.document import changes_from_threads_on_the_loop, walks_only_when_changed
+from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
 from dpstudio.app.serve import free_port, websocket_origins
 
 
@@ -39,49 +37,56 @@ class SessionStandIn:
     """What Bokeh's server session does with a document's events that matter here: it starts the callbacks added."""
 
     def __init__(self):
-        self.added: list[SessionCallbackAdded] = []
-        self.threads: set[int] = set()
+        self.added: list = []
 
     def _session_callback_added(self, event: SessionCallbackAdded) -> None:
-        self.added.append(event)
-        self.threads.add(threading.get_ident())
+        self.added.append(event.callback)
 
     def _session_callback_removed(self, event) -> None:
         pass
 
 
-@pytest.mark.parametrize("handed_to_the_loop", [True, False])
-def test_callbacks_a_thread_adds_while_the_loop_holds_the_document(handed_to_the_loop):
-    """Bokeh loses a next-tick callback added from another thread while the loop releases a hold on the document
-    (Panel holds it through every update it sends); the page's documents hand such events to the loop, in order."""
-    count = 5_000
+class CopyThatLetsAThreadIn(list):
+    """A document's held events, whose copy runs ``meanwhile`` after it is taken and before it is returned."""
 
-    async def scenario() -> tuple[SessionStandIn, list, int]:
-        doc, session = Document(), SessionStandIn()
-        doc.callbacks.on_change_dispatch_to(session)
-        if handed_to_the_loop:
-            changes_from_threads_on_the_loop(doc)
-        worker = asyncio.create_task(asyncio.to_thread(lambda: [doc.add_next_tick_callback(print) for _ in range(count)]))
-        while not worker.done():  # the loop holds and releases the document, as Panel's updates do
-            for _ in range(50):
-                doc.hold("combine")
-                doc.unhold()
-            await asyncio.sleep(0)
-        for _ in range(100):  # events handed over are still queued on the loop
-            await asyncio.sleep(0)
-        return session, await worker, threading.get_ident()
+    def __init__(self, events, meanwhile):
+        super().__init__(events)
+        self.meanwhile = meanwhile
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads switch often: the race shows in every run
-    try:
-        session, callbacks, loop_thread = asyncio.run(scenario())
-    finally:
-        sys.setswitchinterval(interval)
-    started = [event.callback for event in session.added]
-    if handed_to_the_loop:
-        assert started == callbacks and session.threads == {loop_thread}
-    else:  # the race this guards against is still Bokeh's: when it is fixed there, this function can go
-        assert len(started) < len(callbacks)
+    def __iter__(self):
+        copy = list.copy(self)
+        self.meanwhile()
+        return iter(copy)
+
+
+@pytest.mark.parametrize("never_held", [True, False])
+def test_a_callback_a_thread_adds_while_the_loop_releases_the_document(never_held):
+    """Bokeh loses a next-tick callback that another thread adds while the loop releases a hold on the document
+    between copying the held events and replacing them (Panel does so after every update it sends): here the
+    thread adds it exactly then. The page's documents send such callbacks to the session at once."""
+    doc, session = Document(), SessionStandIn()
+    doc.callbacks.on_change_dispatch_to(session)
+    if never_held:
+        callbacks_from_threads_never_held(doc)
+    from_the_thread = []
+
+    def thread_adds_a_callback() -> None:
+        worker = threading.Thread(target=lambda: from_the_thread.append(doc.add_next_tick_callback(print)))
+        worker.start()
+        worker.join()
+
+    doc.hold("combine")  # what panel.io.document.unlocked does on the loop
+    from_the_loop = doc.add_next_tick_callback(print)  # held till the release
+    doc.callbacks._held_events = CopyThatLetsAThreadIn(doc.callbacks._held_events, thread_adds_a_callback)
+    events = list(doc.callbacks._held_events)
+    arrived_while_held = list(session.added)
+    doc.callbacks._held_events = []
+    doc.callbacks._held_events += events
+    doc.unhold()
+    if never_held:
+        assert arrived_while_held == from_the_thread and session.added == [*from_the_thread, from_the_loop]
+    else:  # the loss this guards against is Bokeh's: once it is fixed there, callbacks_from_threads_never_held can go
+        assert session.added == [from_the_loop]
 
 
 def test_the_models_are_walked_only_when_the_page_may_hold_others(monkeypatch):
@@ -92,6 +97,10 @@ def test_the_models_are_walked_only_when_the_page_may_hold_others(monkeypatch):
     root = Column(children=[kept])
     doc.add_root(root)
     walks_only_when_changed(doc)
+    walks.clear()
+    with doc.models.freeze():  # the first walk after it is installed always runs
+        pass
+    assert walks == [1]
     walks.clear()
     with doc.models.freeze():  # a plot update (HoloViews freezes through each) that sets no model
         kept.text = "changed"
