@@ -625,7 +625,6 @@ class StudioPage:
         self.unpin.disabled = studio.pinned is None
         for name, controls in (("dpc", self.dpc_panel), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
             controls.visible = self.sensitivity[name].visible = name == studio.method
-        for name in self.method_plots:
             self.method_plots[name].show(name == studio.method)
         self.eps_curves.show(studio.method == "dbscan")
         self.dbscan.show()
