@@ -6,6 +6,7 @@ import gc
 import logging
 import socket
 import weakref
+from functools import partial
 
 import numpy as np
 import panel as pn
@@ -41,7 +42,10 @@ def make_app(cache: DatasetCache, settings: PageSettings):
         OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"
         pn.state.on_session_destroyed(lambda context: session_ended(page))
-        page.open_query({name: values[-1].decode(errors="replace") for name, values in (pn.state.session_args or {}).items()})
+        query = {name: values[-1].decode(errors="replace") for name, values in (pn.state.session_args or {}).items()}
+        # once the page is in the browser: a worker thread's changes while Panel is still making the page's models
+        # are lost (a URL's DBSCAN shown with DPC's controls and plots)
+        pn.state.onload(partial(page.open_query, query))
         return page.layout
 
     return app
