@@ -114,6 +114,10 @@ def serve(
         verbose=False, num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
         allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
+    # what is alive now (libraries, compiled kernels, the warm data set) lives as long as the server: moved out of
+    # the garbage collector's sight, a full collection (~0.3 s, several per page load) traverses only sessions' objects
+    gc.collect()
+    gc.freeze()
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
     server.start()
     server.io_loop.start()
