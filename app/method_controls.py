@@ -16,6 +16,9 @@ from .dbscan_plots import DBSCANPlots
 from .density_state import DBSCANState, HDBSCANState
 from .tree_plot import TreePlot
 
+# choices shown as buttons: the chosen one filled, the others outlined (Panel's default greys look alike)
+CHOICE_STYLE = {"button_type": "primary", "button_style": "outline"}
+
 EPS_STEPS = 400  # slider positions between the ends of the eps range (log scale)
 # the slider moves log10(eps); its label shows eps
 EPS_LABEL = CustomJSTickFormatter(code="return Number(Math.pow(10, tick).toPrecision(3)).toString()")
@@ -86,7 +89,7 @@ class HDBSCANControls:
         self.state = state
         self.min_cluster_size = pn.widgets.IntInput(name="min_cluster_size", start=2, width=150)
         self.min_samples = pn.widgets.IntInput(name="min_samples", start=1, width=150)
-        self.selection = pn.widgets.RadioButtonGroup(name="Selection", options={"excess of mass": "eom", "leaves": "leaf"})
+        self.selection = pn.widgets.RadioButtonGroup(name="Selection", options={"excess of mass": "eom", "leaves": "leaf"}, **CHOICE_STYLE)
         self.picked = pn.pane.Markdown(css_classes=STATUS)
         self.back_to_rule = pn.widgets.Button(name="Back to the rule's selection", visible=False)
         self.min_cluster_size.param.watch(lambda e: self._set(min_cluster_size=e.new), "value")

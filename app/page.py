@@ -30,7 +30,7 @@ from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
 from .document import walk_held
 from .gamma_plot import GammaPlot
-from .method_controls import DBSCANControls, HDBSCANControls
+from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls
 from .plots import MAX_MARKERS, SessionPlots
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
@@ -119,12 +119,12 @@ class StudioPage:
         self.y_axis = pn.widgets.Select.from_param(self.studio.param.y_axis, name="2-D view: y")
         # offered where scikit-learn is installed (dpstudio[embed])
         self.embed = pn.widgets.Button(name="t-SNE view of the features", visible=importlib.util.find_spec("sklearn") is not None)
-        self.method = pn.widgets.RadioButtonGroup(name="Method", options=METHOD_NAMES, button_type="primary")
+        self.method = pn.widgets.RadioButtonGroup(name="Method", options=METHOD_NAMES, **CHOICE_STYLE)
         self.dbscan = DBSCANControls(self.studio.dbscan, self.dbscan_plots, self._start, self.follow)
         self.hdbscan = HDBSCANControls(self.studio.hdbscan, self.tree_plot, self._start)
         self.sweep = pn.widgets.Button(name=f"Sweep dc ({SWEEP_DCS} values, {SWEEP_PERCENTS[0]:g}% to {SWEEP_PERCENTS[1]:g}% rule)")
         self.sweep_note = pn.pane.Markdown()
-        self.colour_by = pn.widgets.RadioButtonGroup(name="Colour points by", options=COLOUR_NAMES)
+        self.colour_by = pn.widgets.RadioButtonGroup(name="Colour points by", options=COLOUR_NAMES, **CHOICE_STYLE)
         self.truth_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.pin = pn.widgets.Button(name="Pin this clustering to compare")
         self.unpin = pn.widgets.Button(name="Unpin", disabled=True)
@@ -135,11 +135,11 @@ class StudioPage:
         self.dc_percent = pn.widgets.TextInput(name="dc from the percent rule (% neighbours)",
                                                placeholder="dc set directly: type a percent for the rule")  # fmt: skip
         self.notice = pn.pane.Alert(alert_type="warning", visible=False, sizing_mode="stretch_width")
-        self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={"cut-off": "cutoff", "Gaussian": "gaussian"})
+        self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={"cut-off": "cutoff", "Gaussian": "gaussian"}, **CHOICE_STYLE)
         self.halo = pn.widgets.Checkbox(name="Grey out the halo (cluster borders)")
         self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
         self.forest = pn.widgets.Checkbox(name="Every arrow (the parent forest)")
-        self.click_mode = pn.widgets.RadioButtonGroup(name="A click in the 2-D view", options=CLICK_MODES)
+        self.click_mode = pn.widgets.RadioButtonGroup(name="A click in the 2-D view", options=CLICK_MODES, **CHOICE_STYLE)
         self.stream_percent = pn.widgets.FloatInput(name="Start with (% of the points)", value=BASE_PERCENT, start=0.1, end=99.9, width=130)
         self.stream_start = pn.widgets.Button(name="Start a stream", align="end")
         self.batch_size = pn.widgets.IntInput(name="Points per batch", value=100, start=1, width=130)
@@ -149,7 +149,7 @@ class StudioPage:
         self.stream_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.stream_log = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=260,
                                                layout="fit_data_stretch")  # the last column, the changes, takes the rest
-        self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES)
+        self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES, **CHOICE_STYLE)
         self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
         self.circles = pn.widgets.Checkbox(name="The ε circle of every core point (where the view shows the features)")
         self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
