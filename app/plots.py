@@ -123,6 +123,7 @@ class SessionPlots:
     def __init__(self, studio: Studio, on_render: Callable[[], None] = lambda: None):
         self.studio, self.session, self.on_render = studio, studio.dpc, on_render
         self.render_seconds: dict[str, float] = {}
+        self._last_images: dict[str, tuple[tuple, hv.RGB]] = {}  # each plot's last (key, image): see _shaded
         self._watchers: list = []  # on the studio, removed by close()
         # one stream per watched set, shared by every layer that redraws on it: HoloViews then updates the overlay
         # once per change, not once per layer (each update walks the whole overlay)
@@ -209,22 +210,36 @@ class SessionPlots:
     def _graph_image(self, revision, selected, x_range, y_range, width, height, scale=1.0):
         if not self.session.loaded:  # DPC not shown since the data set changed: it loads when chosen again
             return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=["rho", "delta"], vdims=list("RGBA"))
-        started = time.perf_counter()
         x, y = self._graph_coordinates()
         # the points lassoed in the 2-D view drawn larger, over the others
-        image = shade_categories(x, y, self.session.labels(), x_range, y_range, width, height, ("rho", "delta"), large=selected)
-        self.render_seconds["decision graph"] = time.perf_counter() - started
-        self.on_render()
+        image = self._shaded("decision graph", (revision, selected), x, y, x_range, y_range, width, height, ("rho", "delta"),
+                             lambda: (self.session.labels(), selected))  # fmt: skip
         log = "log₁₀ " if self.session.log_axes else ""
         return image.opts(xlabel=f"{log}ρ (local density)", ylabel=f"{log}δ (distance to a denser point)")
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
-        studio, started = self.studio, time.perf_counter()
+        studio = self.studio
         x, y = studio.dataset.axis_values(x_axis), studio.dataset.axis_values(y_axis)
-        image = shade_categories(x, y, studio.labels(), x_range, y_range, width, height, view_dims(x_axis, y_axis),
-                                 large=studio.large_points())  # fmt: skip
-        self.render_seconds["2-D view"] = time.perf_counter() - started
+        return self._shaded("2-D view", (revision, x_axis, y_axis), x, y, x_range, y_range, width, height, view_dims(x_axis, y_axis),
+                            lambda: (studio.labels(), studio.large_points()))  # fmt: skip
+
+    def _shaded(self, plot: str, key: tuple, x, y, x_range, y_range, width, height, names, colours) -> hv.RGB:
+        """``shade_categories`` of a plot's points, ``colours()`` giving (labels, large), timed; or the plot's last
+        image when asked for the same one again (``key``: the stream values it depends on besides ranges and size):
+        HoloViews draws each plot twice as a page is first made, without ranges and then with those it drew."""
+        ranges = _padded(x, x_range, width), _padded(y, y_range, height)
+        key = (*key, *ranges, width, height)
+        last_key, last_image = self._last_images.get(plot, ((), None))
+        # arrays (a selection) by identity: the key holds them, so an id is never reused while compared
+        if len(last_key) == len(key) and all(a is b if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
+                                             for a, b in zip(last_key, key)):  # fmt: skip
+            return last_image
+        started = time.perf_counter()
+        labels, large = colours()
+        image = shade_categories(x, y, labels, *ranges, width, height, names, large=large)
+        self.render_seconds[plot] = time.perf_counter() - started
         self.on_render()
+        self._last_images[plot] = (key, image)
         return image
 
     def _pinned_image(self, pinned, x_axis, y_axis, width, height, scale=1.0):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datashader as ds
 import datashader.transfer_functions as tf
+import holoviews as hv
 import numpy as np
 import pandas as pd
+import param
 
+from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, SessionPlots, shade_categories, shade_counts
 from dpstudio.app.studio import Studio
@@ -74,3 +77,24 @@ def test_shading_counts_equals_datashaders_shade(rng):
             colours = list(rng.choice(CLUSTER_COLOURS + (HALO_GREY,), n_colours, replace=False))
             expected = tf.shade(counts, color_key=colours, min_alpha=200)
             assert np.array_equal(shade_counts(counts, colours).data, expected.data), (n, n_colours, spread, relabel)
+
+
+def test_a_plot_is_shaded_again_only_when_what_it_shows_changed(monkeypatch):
+    """HoloViews asks for each image twice as a plot is first made (without ranges, then with the ones drawn):
+    shaded once; then once per change of labels, zoom or selection, and not for the same zoom again."""
+    shaded = []
+    monkeypatch.setattr(plots_module, "shade_categories", lambda *args, **kwargs: shaded.append(args[7]) or shade_categories(*args, **kwargs))
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    renderer = hv.renderer("bokeh")
+    renderer.get_plot(plots.data_view()), renderer.get_plot(plots.decision_graph())
+    assert shaded == [("x", "y"), ("rho", "delta")]
+    studio.dpc.pick_count(2)  # relabels both plots
+    assert shaded[2:] == [("x", "y"), ("rho", "delta")] or shaded[2:] == [("rho", "delta"), ("x", "y")]
+    for _ in range(2):
+        plots.view_ranges.event(x_range=(-5.0, 5.0), y_range=(-4.0, 4.0))
+    assert shaded[4:] == [("x", "y")]
+    with param.edit_constant(studio):
+        studio.selected = np.arange(studio.dataset.n_points) < 10  # the lassoed points drawn larger on the graph
+    assert shaded[5:] == [("rho", "delta")]
