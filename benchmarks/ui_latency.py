@@ -247,7 +247,12 @@ def screenshots(folder: Path, browser) -> None:
     try:
         page = browser.new_page(viewport={"width": 1500, "height": 960})
         open_app(page, server.url)
-        page.screenshot(path=folder / "app-suggested.png")
+
+        def shot(name: str) -> None:
+            page.evaluate("window.getSelection().removeAllRanges()")  # text a lasso's drag may have selected
+            page.screenshot(path=folder / name)
+
+        shot("app-suggested.png")
         page.locator("select").first.select_option("noisy")
         page.wait_for_timeout(3000)
         halo = page.locator("div.bk-Checkbox", has_text="Grey out the halo").locator("input")
@@ -255,26 +260,26 @@ def screenshots(folder: Path, browser) -> None:
         page.wait_for_timeout(1500)
         lasso(page, plot_canvas(page, "Decision graph"), [(0.3, 0.75), (0.3, 0.0), (1.0, 0.0), (1.0, 0.75)])
         page.wait_for_timeout(2500)
-        page.screenshot(path=folder / "app-lasso-halo.png")
+        shot("app-lasso-halo.png")
         halo.uncheck()
         page.get_by_role("button", name=re.compile("Sweep dc")).click()
         page.get_by_text(re.compile("Swept 32 dc values")).wait_for(timeout=120_000)
         page.wait_for_timeout(2000)
-        page.get_by_text("Sensitivity").scroll_into_view_if_needed()
-        page.screenshot(path=folder / "app-dc-sweep.png")
+        page.get_by_role("heading", name="Sensitivity").scroll_into_view_if_needed()
+        shot("app-dc-sweep.png")
         page.get_by_role("button", name="Pin this clustering to compare").click()
         page.wait_for_timeout(1000)
         switch_to_dbscan(page)
         page.evaluate("window.scrollTo(0, 0)")
-        page.screenshot(path=folder / "app-dbscan.png")
+        shot("app-dbscan.png")
         page.get_by_text("Comparison with the pinned clustering").scroll_into_view_if_needed()
         page.wait_for_timeout(1000)
-        page.screenshot(path=folder / "app-compare.png")
+        shot("app-compare.png")
         page.get_by_role("button", name="HDBSCAN", exact=True).click()
         page.get_by_text(re.compile("chosen by the rule")).wait_for(timeout=120_000)
         page.wait_for_timeout(2000)
         page.evaluate("window.scrollTo(0, 0)")
-        page.screenshot(path=folder / "app-hdbscan-tree.png")
+        shot("app-hdbscan-tree.png")
     finally:
         server.close()
 
