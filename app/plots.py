@@ -83,12 +83,17 @@ def shade_counts(counts: xr.DataArray, colours: list[str], min_alpha: int = 200)
     category) array, NaN handling included, that counts never need; here the colour mixing is two matrix products,
     and the alpha (datashader's eq_hist of the points per pixel) is reused while those counts stay the same."""
     height, width, n_colours = counts.shape
+    if not n_colours:  # no points: datashader's empty image
+        return tf.shade(counts, color_key=colours, min_alpha=min_alpha)
     per_pixel = counts.data.reshape(-1, n_colours)
     total = per_pixel @ np.ones(n_colours, per_pixel.dtype)  # exact, for the alpha
+    # as datashader mixes: the counts above the smallest one (not 0 only where every pixel holds every colour)
+    base = per_pixel.min()
+    weights, weight_total = (per_pixel - base).astype(np.float32), (total - base * n_colours).astype(np.float32)
     palette = np.array([rgb(colour) for colour in colours], np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):  # each pixel's colours weighted by their counts, in float32
-        mixed = per_pixel.astype(np.float32) @ palette / total.astype(np.float32)[:, None]
-    mixed[total == 0] = palette.mean(axis=0)  # as datashader colours empty (transparent) pixels
+        mixed = weights @ palette / weight_total[:, None]
+    mixed[weight_total == 0] = palette.mean(axis=0)  # as datashader colours pixels without weight (empty ones)
     rgba = np.empty((height, width, 4), np.uint8)
     rgba[..., :3] = mixed.reshape(height, width, 3)  # cast as datashader casts (truncation)
     rgba[..., 3] = _alpha(total.tobytes(), total.dtype.str, height, width, min_alpha)
@@ -96,13 +101,13 @@ def shade_counts(counts: xr.DataArray, colours: list[str], min_alpha: int = 200)
     return tf.Image(rgba.view(np.uint32)[..., 0], dims=dims, coords={dim: counts.coords[dim] for dim in dims})
 
 
-@functools.lru_cache(maxsize=8)  # a relabel (lasso, eps, a stream's colours) changes colours, not the counts
+@functools.lru_cache(maxsize=8)  # a relabel (a lasso, eps, the colouring) changes colours, not the counts
 def _alpha(total: bytes, dtype: str, height: int, width: int, min_alpha: int) -> np.ndarray:
     """Datashader's alpha for ``total`` points per pixel: its own path for one category of counts."""
     counts = xr.DataArray(np.frombuffer(total, dtype).reshape(height, width, 1), dims=("y", "x", "c"), coords={"c": ["c"]})
     rgba = tf.shade(counts, color_key=["black"], min_alpha=min_alpha).data
     alpha = rgba.view(np.uint8).reshape(height, width, 4)[..., 3].copy()
-    alpha.flags.writeable = False  # shared by the images that reuse it
+    alpha.flags.writeable = False  # the cache hands this array out again
     return alpha
 
 
@@ -189,6 +194,7 @@ class SessionPlots:
             stream.source = None
         for watcher in self._watchers:
             self.studio.param.unwatch(watcher)
+        self._last_images.clear()  # the images (and a selection mask) go now, not when the page's cycle is collected
 
     def _ring(self, plot: str, moved_by: list[str]) -> hv.DynamicMap:
         """The ring around the pointed point, redrawn when another point is pointed at or, while one is, when the

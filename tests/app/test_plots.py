@@ -65,18 +65,23 @@ def test_large_points_cover_more_pixels_in_their_colours():
 
 def test_shading_counts_equals_datashaders_shade(rng):
     """The fast shading of per-colour counts gives datashader's own ``tf.shade`` image, pixel for pixel: mixed
-    colours, eq_hist alpha, empty pixels; on random points with ties, all points in one pixel, one colour, and
-    none in range; and again for the same points coloured anew (a relabel: the alpha is reused)."""
-    cases = [(20_000, 9, 1.0), (5_000, 1, 1.0), (3_000, 4, 0.0), (50, 3, 100.0), (100_000, 20, 0.3)]
-    for n, n_colours, spread in cases:
+    colours, eq_hist alpha, empty pixels; on random points with ties, all points in one pixel, one colour, none in
+    range, and every colour in every pixel (datashader then mixes the counts above the smallest); and again for the
+    same points coloured anew (a relabel: the alpha is reused)."""
+    cases = [(20_000, 9, 1.0, 120, 90), (5_000, 1, 1.0, 120, 90), (3_000, 4, 0.0, 120, 90), (50, 3, 100.0, 120, 90),
+             (100_000, 20, 0.3, 120, 90), (30_000, 3, 10.0, 4, 3)]  # fmt: skip
+    for n, n_colours, spread, width, height in cases:
         x, y = (np.round(rng.normal(size=n) * spread, 1) for _ in range(2))  # rounded: many points per pixel
+        canvas = ds.Canvas(plot_width=width, plot_height=height, x_range=(-3, 3), y_range=(-2, 2))
         for relabel in range(2):
             codes = rng.integers(0, n_colours, n)
             frame = pd.DataFrame({"x": x, "y": y, "colour": pd.Categorical.from_codes(codes, categories=[str(c) for c in range(n_colours)])})
-            counts = ds.Canvas(plot_width=120, plot_height=90, x_range=(-3, 3), y_range=(-2, 2)).points(frame, "x", "y", ds.count_cat("colour"))
+            counts = canvas.points(frame, "x", "y", ds.count_cat("colour"))
             colours = list(rng.choice(CLUSTER_COLOURS + (HALO_GREY,), n_colours, replace=False))
             expected = tf.shade(counts, color_key=colours, min_alpha=200)
             assert np.array_equal(shade_counts(counts, colours).data, expected.data), (n, n_colours, spread, relabel)
+        if width == 4:
+            assert counts.data.min() > 0  # the case it is there for
 
 
 def test_a_plot_is_shaded_again_only_when_what_it_shows_changed(monkeypatch):
