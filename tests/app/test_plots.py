@@ -82,6 +82,7 @@ def test_shading_counts_equals_datashaders_shade(rng):
             assert np.array_equal(shade_counts(counts, colours).data, expected.data), (n, n_colours, spread, relabel)
         if width == 4:
             assert counts.data.min() > 0  # the case it is there for
+    assert not shade_counts(counts[..., :0], []).data.any()  # no colours at all: an empty image
 
 
 def test_a_plot_is_shaded_again_only_when_what_it_shows_changed(monkeypatch):
