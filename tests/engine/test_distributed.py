@@ -1,6 +1,6 @@
 """Density peaks on a real Dask cluster (a LocalCluster of 2 worker processes) against one process on the same
 backend, on the random cases of the exactness tests: identical rho, delta, parent, labels and halo. On a GPU
-machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCUDACluster of one worker."""
+machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCUDACluster of a worker per GPU."""
 
 import copy
 
@@ -49,11 +49,16 @@ def test_larger_sets_on_gpu_workers_equal_one_gpu(d, client, rng):
     assert_same_fit(spread, alone)
 
 
+@pytest.mark.parametrize("workers", [1, 2])  # one per GPU: 2 where the machine has two
 @pytest.mark.parametrize("kernel", [pytest.param(k, marks=needs_gpu) for k in ("cutoff", "gaussian")])
-def test_a_local_cuda_cluster_of_one_worker_equals_one_gpu(kernel, rng):
+def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, rng):
     dask_cuda = pytest.importorskip("dask_cuda")
+    import cupy  # noqa: PLC0415  (a GPU test)
+
+    if cupy.cuda.runtime.getDeviceCount() < workers:
+        pytest.skip(f"a worker per GPU: {workers} workers need {workers} GPUs")
     points = CASES["with_duplicates"](rng, n=5000)
-    with dask_cuda.LocalCUDACluster(n_workers=1, dashboard_address=None) as cluster, distributed.Client(cluster) as gpus:
+    with dask_cuda.LocalCUDACluster(n_workers=workers, dashboard_address=None) as cluster, distributed.Client(cluster) as gpus:
         spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu", client=gpus).fit(points)
     assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu").fit(points))
 
