@@ -170,9 +170,12 @@ def _worker_task(function=None, *, alone: bool = False):
         import numba  # noqa: PLC0415
         from distributed import get_worker  # noqa: PLC0415
 
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if alone:  # every core this process may run on
+            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        else:
+            threads = get_worker().state.nthreads
         with _ONE_TASK_AT_A_TIME:
-            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores if alone else get_worker().state.nthreads)))
+            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, threads)))
             return function(*args)
 
     run.__name__ = run.__qualname__ = function.__name__  # the task's name in Dask's dashboard and logs
