@@ -2,18 +2,22 @@
 
 The points go to every worker once (one broadcast), and each worker builds the same VP-tree (the build is
 deterministic and cheap next to the queries). rho is computed by ranges of leaves, one range per worker, cut so
-that each range holds the same share of an estimated cost (``leaf_costs``: dense leaves cost far more than their
-count); on the CPU, 2-D cut-off rho, which one process takes from the strip sweep, by interleaved shares of its
-strips (so every worker gets a share of each dense region). delta and parent by equal ranges of leaves, each CPU
-worker holding the neighbour lists of its own range only. On the GPU a share of cut-off rho counts every pair of
-its points (one process counts each pair once, for both points, which a share cannot: the other point may be
-another worker's), so one GPU worker does about twice one process's rho work. Shares of leaves come back in the
-workers' tree order (checked to be the same on every worker), strip shares with their point indices; the
-gathered arrays are exactly a single backend's (the same float32 distance rule and tie rules in the same
-kernels). Labels, halo and everything else stay on the caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows
-partitioned).
+that each range holds the same share of an estimated cost (``leaf_costs``, its sample measured by all workers:
+dense leaves cost far more than their count); on the CPU, 2-D cut-off rho, which one process takes from the strip
+sweep, by interleaved shares of its strips (so every worker gets a share of each dense region). On the GPU, cut-off
+rho counts each pair once, for both points, as one process does: a run counts the pairs with a point in it and
+the other in the same leaf or after it, so the runs before a run send it their part of its points' counts.
 
-``Replicas`` offers a backend's ``rho`` and ``delta``, so ``IndexedPoints(X, client=client)`` (and
+The rho shares stay on the workers, which send them to each other and to the caller at once: every worker ranks
+all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
+of leaves, each CPU worker holding the neighbour lists of its own range only. So per call the caller receives rho
+(cut-off counts as uint32), squared delta (float32) and parents (int32) and sends nothing but the tasks, and the
+delta kernels run while it gathers rho. Shares of leaves come back in the workers' tree order (checked to be the
+same on every worker), strip shares with their point indices; the gathered arrays are exactly a single backend's
+(the same float32 distance rule and tie rules in the same kernels). Labels, halo and everything else stay on the
+caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows partitioned).
+
+``Replicas.decision_graph`` gives a backend's rho, delta and parent, so ``IndexedPoints(X, client=client)`` (and
 ``DensityPeaks(client=client)``) compute their decision graph here. Dask is an optional dependency
 (``pip install 'dpstudio[distributed]'``), imported only when a client is given.
 
@@ -30,20 +34,21 @@ import functools
 import hashlib
 import os
 import threading
+import time
 
 import numpy as np
 
 from .backends import get_backend
 from .cpu import strips
-from .cpu.density import leaf_costs, sampled_mean_rho
+from .cpu.density import costs_of_leaves, sampled_leaves, sampled_mean_rho
 from .cpu.search import neighbour_graph
 from .vptree import NeighbourGraph, VPTree
 
 
 class Replicas:
     """The same VP-tree on every worker of a Dask ``client``, built on the ``backend`` ("cpu" or "gpu") from one
-    broadcast of ``points`` (N, d) float32; ``rho`` and ``delta`` take the same arguments as a backend's and give
-    the same results, on the caller's device.
+    broadcast of ``points`` (N, d) float32; ``decision_graph`` gives a backend's rho, delta and parent, on the
+    caller's device.
 
     Shares are runs of leaves, so each worker returns its values in tree order alone: the gathered runs are the
     whole tree order, which the workers' tree order (fetched once) puts back in point order.
@@ -72,75 +77,152 @@ class Replicas:
         depth = signatures.pop()[0]
         # delta costs nearly the same per point: equal ranges of leaves, fixed, so each lists its neighbours once
         self.n_leaves = 1 << depth
-        self.leaf_cuts = np.linspace(0, self.n_leaves, len(self.workers) + 1).astype(np.int64)
-        self.graphs = [self._on(w, _graph_rows, t, backend, a, b) for w, t, a, b in self._shares(self.leaf_cuts)]
+        self.equal_cuts = Cuts(self.n_leaves, fixed=np.linspace(0, self.n_leaves, len(self.workers) + 1).astype(np.int64))
+        self.graphs = [self._on(w, _graph_rows, t, backend, self.equal_cuts, k) for k, w, t in self._shares()]
+        self.balls = [self._on(w, _balls, t) for w, t in zip(self.workers, self.trees)]  # for the cost pass
         self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker (checked)
         self._ids = None  # those on the caller's device, once fetched
 
-    def rho(self, tree, dc: float, kernel: str, progress=None):
-        """rho in original order; ``tree`` is the caller's index over the same points (its shape may differ from
-        the workers' trees: an index updated by inserts and deletes is not the one a fresh build gives)."""
+    def decision_graph(self, tree, dc: float, kernel: str, progress=None, timings: dict | None = None):
+        """(rho, delta, parent) in point order, on the caller's device; ``tree`` is the caller's index over the same
+        points (its shape may differ from the workers' trees: an index updated by inserts and deletes is not the
+        one a fresh build gives). ``progress(phase, fraction)`` and ``timings`` as ``IndexedPoints.fields``'.
+
+        The rho shares stay on the workers: every worker ranks the points from all shares itself (the same rule
+        as the caller's) and computes delta of its own share, while the caller gathers rho. So the ranking never
+        travels, and the delta kernels overlap the caller's gather."""
         self._check(tree)
+        timings = {} if timings is None else timings
+        started = time.perf_counter()
+        rho_shares = self._rho_shares(tree, dc, kernel)
+        delta_shares = self._delta_shares(rho_shares)
+        rho = self._point_order(self._gather(rho_shares, progress, "rho")).astype(np.float64)
+        timings["rho"] = time.perf_counter() - started
+        delta, parent = self._delta_from(self._gather(delta_shares, progress, "delta"))
+        timings["delta"] = time.perf_counter() - started - timings["rho"]
+        return rho, delta, parent
+
+    def delta_of_rho(self, tree, rho, progress=None):
+        """(delta, parent) in point order for given densities (in point order), which go to every worker."""
+        self._check(tree)
+        rho_tree = self._engine.to_numpy(rho)[self._engine.to_numpy(self._caller_tree_ids())]
+        shared = self.client.scatter(rho_tree, broadcast=True, hash=False)  # one run: the whole tree order
+        return self._delta_from(self._gather(self._delta_shares([shared]), progress, "delta"))
+
+    def _rho_shares(self, tree, dc: float, kernel: str) -> list:
+        """Futures of rho by shares: runs of leaves in tree order, or strips' (point ids, values)."""
         if self.backend == "cpu" and kernel == "cutoff" and tree.n_dims == 2:  # the strip sweep, in shares of strips
             mean_rho = sampled_mean_rho(tree, dc)  # one strip height for all, so the shares fit together
             parts = len(self.workers)
-            futures = [self._on(w, _strips_share, t, dc, mean_rho, k, parts) for k, (w, t) in enumerate(zip(self.workers, self.trees))]
-            out = np.full(self.n_points, np.nan)
-            for ids, values in self._gather(futures, progress):
-                out[ids] = values
-            if np.isnan(out).any():  # every point belongs to exactly one share: a gap is a bug, never a result
-                raise RuntimeError("the strip shares left points without rho")
-            return out
-        if len(self.workers) == 1:  # nothing to balance
-            cuts = np.array([0, self.n_leaves])
-        else:
-            cuts = balanced_cuts(self._on(self.workers[0], _leaf_costs, self.trees[0], dc, kernel).result(), len(self.workers))
-        futures = [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, a, b) for w, t, a, b in self._shares(cuts)]
-        return self._in_point_order(np.concatenate(self._gather(futures, progress)))
+            return [self._on(w, _strips_share, t, dc, mean_rho, k, parts) for k, w, t in self._shares()]
+        once = self.backend == "gpu" and kernel == "cutoff"  # the GPU counts each cut-off pair once
+        cuts, costs = self._balanced_cuts(dc, kernel, once)
+        shares = self._shares()
+        if not once:
+            return [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, cuts, costs, k) for k, w, t in shares]
+        # each run counts its pairs once, for both points, so a run's points also take the counts of the runs before
+        # it; those stay on their workers (most of a run's part is its own points') and only the parts due go over
+        totals = [self._on(w, _cutoff_pair_totals, t, dc, cuts, costs, k) for k, w, t in shares]
+        rho_shares = []
+        for k, w, t in shares:
+            earlier = [self._on(v, _totals_of, u, totals[j], cuts, costs, k) for j, v, u in shares[:k]]
+            rho_shares.append(self._on(w, _rho_from_totals, t, totals[k], earlier, cuts, costs, k))
+        return rho_shares
 
-    def delta(self, tree, rank, progress=None):
-        """(delta, parent) in original order, given every point's density rank (0 = densest)."""
-        self._check(tree)
-        shared_rank = self.client.scatter(_compact(_host(rank), self.n_points), broadcast=True, hash=False)
-        futures = [
-            self._on(w, _delta_of_leaves, t, g, self.backend, shared_rank, a, b)
-            for (w, t, a, b), g in zip(self._shares(self.leaf_cuts), self.graphs)
+    def _balanced_cuts(self, dc: float, kernel: str, once: bool) -> tuple[Cuts, list]:
+        """Leaf cuts into runs of equal estimated rho cost (``once``: each pair counted once, by the earlier leaf),
+        and the futures of the costs they need: every worker measures an interleaved part of the sampled leaves
+        (512 per worker), and each share's task cuts from all the parts itself, so that neither the caller nor a
+        task in between waits for them."""
+        parts = len(self.workers)
+        if parts == 1:  # nothing to balance
+            return Cuts(self.n_leaves), []
+        leaves = sampled_leaves(self.n_leaves, 512 * parts)
+        costs = [self._on(w, _leaf_costs, b, dc, kernel, leaves[k::parts], once) for k, (w, b) in enumerate(zip(self.workers, self.balls))]
+        return Cuts(self.n_leaves, leaves=leaves), costs
+
+    def _delta_shares(self, rho_shares: list) -> list:
+        """Futures of (squared delta, parent) by equal runs of leaves, each worker ranking ``rho_shares`` itself."""
+        return [
+            self._on(w, _delta_of_leaves, t, g, self.backend, self.equal_cuts, k, rho_shares)
+            for (k, w, t), g in zip(self._shares(), self.graphs)
         ]  # fmt: skip
-        shares = self._gather(futures, progress)
-        delta2 = self._in_point_order(np.concatenate([d2 for d2, _ in shares]))
-        parent = self._in_point_order(np.concatenate([p for _, p in shares]))
+
+    def _delta_from(self, shares: list):
+        delta2 = self._point_order([d2 for d2, _ in shares])
+        parent = self._point_order([p for _, p in shares])
         xp = self._engine.xp
         return xp.sqrt(delta2.astype(xp.float64)), parent.astype(xp.int64)
 
-    def _in_point_order(self, values_tree: np.ndarray):
-        """Values in the workers' tree order -> point order, on the caller's device (a GPU scatters them there)."""
+    def _point_order(self, shares: list):
+        """Shares (runs of tree order, or strips' (ids, values)) -> one array in point order, on the caller's device."""
+        return in_point_order(shares, self._caller_tree_ids(), self._engine)
+
+    def _caller_tree_ids(self):
+        """The workers' tree order, on the caller's device (fetched once)."""
         if self._ids is None:
             self._ids = self._engine.asarray(self._tree_ids.result())
-        values = self._engine.asarray(values_tree)
-        out = self._engine.xp.empty_like(values)
-        out[self._ids] = values
-        return out
+        return self._ids
 
     def _on(self, worker: str, function, *args):
         """``function(*args)`` on ``worker`` (where its tree lives); elsewhere if that worker is gone."""
         return self.client.submit(function, *args, workers=[worker], allow_other_workers=True, pure=False)
 
-    def _shares(self, cuts: np.ndarray):
-        """(worker, its tree, first leaf, last leaf) for each worker's share between consecutive cuts."""
-        return [(w, t, int(a), int(b)) for w, t, a, b in zip(self.workers, self.trees, cuts[:-1], cuts[1:])]
+    def _shares(self) -> list:
+        """(share, worker, its tree) of each worker: share k runs from leaf cuts[k] to cuts[k + 1]."""
+        return [(k, w, t) for k, (w, t) in enumerate(zip(self.workers, self.trees))]
 
     def _check(self, tree) -> None:
         if tree.n_points != self.n_points:
             raise ValueError(f"the index holds {tree.n_points} points, the workers {self.n_points}")
 
-    def _gather(self, futures, progress) -> list:
+    def _gather(self, futures, progress, phase: str) -> list:
         """The futures' results in their order, progress reported as each arrives."""
         from distributed import as_completed  # noqa: PLC0415  (dask is optional)
 
         for done, _ in enumerate(as_completed(futures), start=1):
             if progress is not None:
-                progress(done / len(futures))
+                progress(phase, done / len(futures))
         return [future.result() for future in futures]
+
+
+def in_point_order(shares: list, tree_ids, engine):
+    """One point-order array on ``engine``'s device from rho or delta shares: runs of the tree order, concatenated
+    and put back through ``tree_ids``, or strips' (point ids, values)."""
+    xp = engine.xp
+    if isinstance(shares[0], tuple):
+        ids = xp.concatenate([engine.asarray(i) for i, _ in shares])
+        values = xp.concatenate([engine.asarray(v) for _, v in shares])
+    else:
+        ids, values = tree_ids, xp.concatenate([engine.asarray(v) for v in shares])
+    out = xp.empty(values.shape[0], values.dtype)
+    out[ids] = values
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Cuts:
+    """Where the shares' runs of leaves begin and end, as a task's argument: ``fixed`` cuts, or those that balance
+    the costs of the sampled ``leaves`` (measured by the workers, each an interleaved part, and given to ``run``),
+    or one run of all ``n_leaves``."""
+
+    n_leaves: int
+    fixed: np.ndarray | None = None
+    leaves: np.ndarray | None = None
+
+    def run(self, share: int, costs: list = ()) -> tuple[int, int]:
+        """First and last leaf (exclusive) of the share."""
+        if self.fixed is not None:
+            cuts = self.fixed
+        elif not costs:
+            cuts = np.array([0, self.n_leaves])
+        else:  # each sampled leaf stands for the leaves up to the next; a cut falls where a sample's run begins
+            sampled = np.empty(self.leaves.shape[0], np.int64)
+            for k, part in enumerate(costs):
+                sampled[k :: len(costs)] = part
+            starts = np.append(self.leaves, self.n_leaves)
+            cuts = starts[balanced_cuts(sampled * np.diff(starts), len(costs))]
+        return int(cuts[share]), int(cuts[share + 1])
 
 
 def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
@@ -152,7 +234,7 @@ def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# on the workers: each returns NumPy arrays
+# on the workers: each returns NumPy arrays, but for the pair totals, which stay on the worker's GPU
 
 
 _ONE_TASK_AT_A_TIME = threading.Lock()
@@ -197,17 +279,23 @@ def _signature(tree: VPTree) -> tuple[int, str]:
 
 
 @_worker_task
-def _graph_rows(tree: VPTree, backend: str, first_leaf: int, last_leaf: int) -> NeighbourGraph | None:
+def _graph_rows(tree: VPTree, backend: str, cuts: Cuts, share: int) -> NeighbourGraph | None:
     if backend != "cpu":  # the GPU's delta searches the tree
         return None
-    return neighbour_graph(tree, first=int(tree.leaf_start[first_leaf]), last=int(tree.leaf_start[last_leaf]))
+    first, last = _positions(tree, *cuts.run(share))
+    return neighbour_graph(tree, first=first, last=last)
+
+
+@_worker_task
+def _balls(tree: VPTree) -> VPTree:
+    """The tree without its points, on the host: all that the cost pass reads (a GPU tree's, copied once)."""
+    small = {name: _host(getattr(tree, name)) for name in ("leaf_start", "center", "cover_radius")}
+    return dataclasses.replace(tree, coords=np.empty((tree.n_dims, 0), np.float32), **small)
 
 
 @_worker_task(alone=True)  # the rho shares wait for the cuts
-def _leaf_costs(tree: VPTree, dc: float, kernel: str) -> np.ndarray:
-    """``leaf_costs`` on the CPU, from the tree's node balls alone (a GPU tree's are copied: a few MB)."""
-    small = {name: _host(getattr(tree, name)) for name in ("leaf_start", "center", "cover_radius")}
-    return leaf_costs(dataclasses.replace(tree, coords=np.empty((tree.n_dims, 0), np.float32), **small), dc, kernel)
+def _leaf_costs(balls: VPTree, dc: float, kernel: str, leaves: np.ndarray, once: bool) -> np.ndarray:
+    return costs_of_leaves(balls, dc, kernel, leaves, once)
 
 
 @_worker_task
@@ -216,23 +304,67 @@ def _tree_ids(tree: VPTree) -> np.ndarray:
 
 
 @_worker_task
-def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> np.ndarray:
-    return _host(get_backend(backend).rho_of_leaves(tree, dc, kernel, first_leaf, last_leaf))
+def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, costs: list, share: int) -> np.ndarray:
+    rho_tree = get_backend(backend).rho_of_leaves(tree, dc, kernel, *cuts.run(share, costs))
+    return _host(_compact_rho(rho_tree, kernel))
+
+
+@_worker_task
+def _cutoff_pair_totals(tree: VPTree, dc: float, cuts: Cuts, costs: list, share: int):
+    """The run's part of every point's cut-off count, kept on this worker's GPU (tree order, float64)."""
+    return get_backend("gpu").cutoff_pair_totals(tree, dc, *cuts.run(share, costs))
+
+
+@_worker_task
+def _totals_of(tree: VPTree, totals, cuts: Cuts, costs: list, share: int):
+    """An earlier run's part of the counts of the points of a later ``share``, to send: uint32, or (positions,
+    counts) of the non-zero ones where those are fewer than half (a small dc reaches few points of another run)."""
+    start, end = _positions(tree, *cuts.run(share, costs))
+    counts = totals[start:end].astype(np.uint32)
+    at = counts.nonzero()[0]
+    return _host(counts) if 2 * at.shape[0] >= counts.shape[0] else (_host(at.astype(np.int32)), _host(counts[at]))
+
+
+@_worker_task
+def _rho_from_totals(tree: VPTree, totals, earlier: list, cuts: Cuts, costs: list, share: int):
+    """Cut-off rho of the run's points (tree order): its own part of their counts plus the earlier runs' parts."""
+    engine = get_backend("gpu")
+    start, end = _positions(tree, *cuts.run(share, costs))
+    counts = totals[start:end].astype(np.uint32)
+    for part in earlier:
+        if isinstance(part, tuple):
+            at, values = engine.asarray(part[0]), engine.asarray(part[1])
+            counts[at] += values
+        else:
+            counts += engine.asarray(part)
+    return _host(counts - 1)  # each point counted itself
 
 
 @_worker_task
 def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: int):
     rho_tree = strips.cutoff_rho(tree.coords, dc, mean_rho, part=part, parts=parts)
     mine = ~np.isnan(rho_tree)
-    return tree.ids[mine], rho_tree[mine]
+    return _compact(tree.ids[mine], tree.n_points), _compact_rho(rho_tree[mine], "cutoff")
 
 
 @_worker_task
-def _delta_of_leaves(tree: VPTree, graph, backend: str, rank: np.ndarray, first_leaf: int, last_leaf: int):
-    """(squared delta, parent) of the share."""
+def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list):
+    """(squared delta, parent) of the share, the density ranking made here from every share of rho."""
     engine = get_backend(backend)
-    delta2, parent = engine.delta_of_leaves(tree, engine.asarray(rank)[tree.ids], first_leaf, last_leaf, graph)
-    return _host(delta2), _compact(_host(parent), tree.n_points)
+    rho = in_point_order(rho_shares, tree.ids, engine).astype(np.float64)
+    _, rank = engine.density_order(rho)
+    delta2, parent = engine.delta_of_leaves(tree, rank[tree.ids], *cuts.run(share), graph)
+    return _host(delta2), _host(_compact(parent, tree.n_points))
+
+
+def _positions(tree: VPTree, first_leaf: int, last_leaf: int) -> tuple[int, int]:
+    """The run of tree positions of leaves [first_leaf, last_leaf)."""
+    return int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
+
+
+def _compact_rho(values, kernel: str):
+    """Cut-off rho as uint32 (exact: whole counts below 2**32), half the bytes to send; Gaussian rho as it is."""
+    return values.astype(np.uint32) if kernel == "cutoff" else values
 
 
 def _host(values) -> np.ndarray:
@@ -241,4 +373,4 @@ def _host(values) -> np.ndarray:
 
 def _compact(indices: np.ndarray, n_points: int) -> np.ndarray:
     """Point indices or ranks (below ``n_points``) as int32 where they fit: half the bytes to send."""
-    return indices.astype(np.int32) if n_points < 2**31 else indices
+    return indices.astype(np.int32) if n_points < 2**31 else indices  # (on the device where they are)

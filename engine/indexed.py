@@ -120,7 +120,7 @@ class IndexedPoints:
         # One computation at a time: two sessions asking for the same dc compute it once.
         self._lock = threading.RLock()
         if client is not None:
-            self._queries()  # the workers' trees now, so that an error in the cluster shows at once
+            self._replicas_on_workers()  # the workers' trees now, so that an error in the cluster shows at once
 
     def __deepcopy__(self, memo: dict) -> IndexedPoints:
         """An independent copy (its own points, tree and caches) to insert into or delete from while others keep
@@ -211,11 +211,8 @@ class IndexedPoints:
             _record(timings, "update", time.perf_counter() - started)
             return mapping
 
-    def _queries(self):
-        """What computes rho and delta: the backend, or the workers of the Dask client (their trees built on first
-        use after each change of the points)."""
-        if self.client is None:
-            return self.backend
+    def _replicas_on_workers(self):
+        """The workers of the Dask client with a tree each (built on first use after each change of the points)."""
         if self._replicas is None:
             from .distributed import Replicas  # noqa: PLC0415  (imports nothing of Dask's until asked)
 
@@ -272,11 +269,15 @@ class IndexedPoints:
                 _record(timings, "rho", 0.0)
                 _record(timings, "delta", 0.0)
                 return self._fields[key]
-            started = time.perf_counter()
-            rho = self._queries().rho(self.index, float(dc), kernel, progress=_phase(progress, "rho"))
-            self.backend.synchronize()
-            _record(timings, "rho", time.perf_counter() - started)
-            fields = self.fields_from_rho(kernel, float(dc), rho, progress, timings)
+            if self.client is None:
+                started = time.perf_counter()
+                rho = self.backend.rho(self.index, float(dc), kernel, progress=_phase(progress, "rho"))
+                self.backend.synchronize()
+                _record(timings, "rho", time.perf_counter() - started)
+                fields = self.fields_from_rho(kernel, float(dc), rho, progress, timings)
+            else:  # rho and delta in one round on the workers
+                rho, delta, parent = self._replicas_on_workers().decision_graph(self.index, float(dc), kernel, progress, timings)
+                fields = self._fields_of(kernel, float(dc), rho, delta, parent, self.backend.density_order(rho)[0])
             if cache:
                 self._fields[key] = fields
                 if len(self._fields) > self.CACHED_FIELDS:
@@ -291,10 +292,16 @@ class IndexedPoints:
         started = time.perf_counter()
         rho = backend.asarray(rho)
         order, rank = backend.density_order(rho)
-        delta, parent = self._queries().delta(self.index, rank, progress=_phase(progress, "delta"))
+        if self.client is None:
+            delta, parent = backend.delta(self.index, rank, progress=_phase(progress, "delta"))
+        else:  # the workers rank rho themselves
+            delta, parent = self._replicas_on_workers().delta_of_rho(self.index, rho, progress)
         backend.synchronize()
         _record(timings, "delta", time.perf_counter() - started)
-        gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), backend.xp)
+        return self._fields_of(kernel, dc, rho, delta, parent, order)
+
+    def _fields_of(self, kernel: str, dc: float, rho, delta, parent, order) -> Fields:
+        gamma = center_rules.ranking_gamma(rho, delta, int(order[0]), self.backend.xp)
         return Fields(kernel, dc, rho, delta, parent, order, gamma, rho[order])
 
     def neighbours(self, k: int, progress: Progress | None = None, timings: dict | None = None) -> tuple[Any, Any]:

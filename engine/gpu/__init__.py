@@ -29,9 +29,7 @@ _THREADS = 256
 # from this many dimensions on, cut-off rho and delta scan leaves on the tensor cores (3xTF32 with an exact
 # recheck near the decision); below it the float32 register tiles are faster (measured on an H100, see README)
 TENSOR_TILE_MIN_DIMS = 8
-_TEMPLATES = [f"pair_counts<{t},{s}>" for t in ("false", "true") for s in ("false", "true")] + [
-    "delta_leaves<false>", "delta_leaves<true>"
-]  # fmt: skip
+_TEMPLATES = ["pair_counts<false>", "pair_counts<true>", "delta_leaves<false>", "delta_leaves<true>"]
 _SYNC = os.environ.get("DPSTUDIO_GPU_SYNC") == "1"
 _I64, _F32, _F64, _I32 = np.int64, np.float32, np.float64, np.int32
 NO_ID = np.iinfo(np.int64).max  # min_id of an empty node
@@ -246,20 +244,10 @@ def _node_max(values_tree: cp.ndarray, tree: VPTree) -> cp.ndarray:
 
 @_gpu_memory("computing rho")
 def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
-    n, d, depth = tree.n_points, tree.n_dims, tree.depth
     if kernel == "gaussian":
-        rho_tree = _gaussian_rho(tree, dc, 0, 1 << depth)
-    else:  # each pair counted once, for both of its points (the counters must start at zero)
-        reach2, reach_lo, reach_hi = reach_rule(dc, d)
-        count = cp.zeros(n, cp.uint32)
-        node_count = cp.zeros((2 << depth) - 1, cp.uint32)
-        _launch(
-            f"pair_counts<{_tensor_tiles(d)},true>", 32 << depth, tree.coords, _I64(n), _I32(d), _I32(depth),
-            tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), _F64(bound_slack(d)),
-            count, node_count, _I64(0), _I64(-1),
-        )  # fmt: skip
-        rho_tree = _output(n, _F64)
-        _launch("add_node_tallies", 32 << depth, tree.leaf_start, _I32(depth), count, node_count, _F64(-1.0), rho_tree)
+        rho_tree = _gaussian_rho(tree, dc, 0, 1 << tree.depth)
+    else:
+        rho_tree = cutoff_pair_totals(tree, dc, 0, 1 << tree.depth) - 1.0  # each point counted itself
     if progress is not None:
         progress(1.0)
     out = cp.empty_like(rho_tree)
@@ -268,21 +256,34 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
 
 
 @_gpu_memory("computing rho")
-def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> cp.ndarray:
-    """rho (float64) of the points of leaves [first_leaf, last_leaf), in tree order: one worker's share of ``rho``
-    (the same values; a cut-off count here counts every pair of the share's points, twice the work per pair)."""
+def cutoff_pair_totals(tree: VPTree, dc: float, first_leaf: int, last_leaf: int) -> cp.ndarray:
+    """Cut-off pair counts (float64, tree order, each point's pair with itself included) of the pairs with a point
+    in leaves [first_leaf, last_leaf) and the other in the same leaf or after it, each pair counted once for both
+    of its points. Over all leaves: rho + 1. Over a run of leaves: that run's part of every point's count, zero
+    before the run; the parts of all runs add up to the whole, so Dask workers' shares need no twice-counted pair."""
     n, d, depth = tree.n_points, tree.n_dims, tree.depth
-    start, end = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
-    if kernel == "gaussian":
-        return _gaussian_rho(tree, dc, first_leaf, last_leaf)[start:end]
     reach2, reach_lo, reach_hi = reach_rule(dc, d)
-    count = cp.zeros(n, cp.uint32)
+    count = cp.zeros(n, cp.uint32)  # the counters must start at zero
+    node_count = cp.zeros((2 << depth) - 1, cp.uint32)
     _launch(
-        f"pair_counts<{_tensor_tiles(d)},false>", 32 * (last_leaf - first_leaf), tree.coords, _I64(n), _I32(d),
-        _I32(depth), tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi),
-        _F64(bound_slack(d)), count, count, _I64(first_leaf), _I64(last_leaf),
+        f"pair_counts<{_tensor_tiles(d)}>", 32 * (last_leaf - first_leaf), tree.coords, _I64(n), _I32(d), _I32(depth),
+        tree.leaf_start, tree.center, tree.cover_radius, reach2, _F64(reach_lo), _F64(reach_hi), _F64(bound_slack(d)),
+        count, node_count, _I64(first_leaf), _I64(last_leaf),
     )  # fmt: skip
-    return count[start:end].astype(_F64) - 1.0  # each point counted itself
+    totals = _output(n, _F64)
+    _launch("add_node_tallies", 32 << depth, tree.leaf_start, _I32(depth), count, node_count, totals)
+    return totals
+
+
+@_gpu_memory("computing rho")
+def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> cp.ndarray:
+    """Gaussian rho (float64) of the points of leaves [first_leaf, last_leaf), in tree order: one worker's share of
+    ``rho``. Cut-off rho counts each pair once, so a share's counts come from ``cutoff_pair_totals`` and the shares
+    before it."""
+    if kernel != "gaussian":
+        raise ValueError("a run of leaves' cut-off rho needs the runs before it: see cutoff_pair_totals")
+    start, end = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
+    return _gaussian_rho(tree, dc, first_leaf, last_leaf)[start:end]
 
 
 def _gaussian_rho(tree: VPTree, dc: float, first_leaf: int, last_leaf: int) -> cp.ndarray:

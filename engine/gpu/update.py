@@ -245,7 +245,7 @@ def count_near(tree: VPTree, positions: cp.ndarray, reach: float) -> cp.ndarray:
     node_count = cp.zeros(tree.n_nodes, cp.uint32)
     _counts(tree, positions, reach, count, node_count, _NULL)
     out = _backend._output(tree.n_points, _F64)
-    _backend._launch("add_node_tallies", 32 << tree.depth, tree.leaf_start, _I32(tree.depth), count, node_count, _F64(0.0), out)
+    _backend._launch("add_node_tallies", 32 << tree.depth, tree.leaf_start, _I32(tree.depth), count, node_count, out)
     return out.astype(_I64)
 
 

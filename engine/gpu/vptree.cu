@@ -553,9 +553,9 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
 // tally, which each of the node's points takes at the end (counts_to_rho); a leaf tile gives the undecided lanes
 // their rows and the leaf's points their columns. The pair counts are the same as every point counting all of
 // its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
-// SYMMETRIC false: every query counts all of its own pairs (the point itself included) into count, nothing else is
-// written, for the leaves [first_leaf, last_leaf) only: twice the work, but one worker's share needs no other's.
-template <bool TENSOR, bool SYMMETRIC>
+// Over the leaves [first_leaf, last_leaf) only (a Dask worker's share) it counts the pairs with a point there and
+// the other in the same leaf or after it: that share's part of every point's count, later shares' points included.
+template <bool TENSOR>
 __global__ void LEAF_KERNEL_BOUNDS
     pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const float* __restrict__ center,
                 const float* __restrict__ radius, float reach2, double reach_lo, double reach_hi, double slack,
@@ -578,8 +578,8 @@ __global__ void LEAF_KERNEL_BOUNDS
     while (top > 0) {
         const Visit v = stack[--top];
         const int mid = child_split(leaf_start, depth, v.node);
-        if (SYMMETRIC && v.end <= w.qs) continue;  // before the own leaf
-        const bool after = !SYMMETRIC || v.start >= w.qe;  // else the node holds the own leaf: split it untested
+        if (v.end <= w.qs) continue;  // before the own leaf
+        const bool after = v.start >= w.qe;  // else the node holds the own leaf: split it untested
         const int level = node_level(v.node);
         unsigned undecided = v.lanes;
         if (after && (!TENSOR || level < depth)) {  // with tensor tiles a leaf is scanned untested: in high d its
@@ -590,7 +590,7 @@ __global__ void LEAF_KERNEL_BOUNDS
             const bool inside = mine && b.upper < reach_lo_f;
             if (inside) total += v.end - v.start;
             const unsigned inside_lanes = __ballot_sync(FULL_MASK, inside);
-            if (SYMMETRIC && inside_lanes && lane == 0) atomicAdd(node_count + v.node, (unsigned)__popc(inside_lanes));
+            if (inside_lanes && lane == 0) atomicAdd(node_count + v.node, (unsigned)__popc(inside_lanes));
             undecided = __ballot_sync(FULL_MASK, mine && !inside && !(b.lower >= reach_hi_f));
             if (!undecided) continue;
         }
@@ -602,23 +602,22 @@ __global__ void LEAF_KERNEL_BOUNDS
         const int hits = TENSOR ? tile_hits(coords, n, d, rows, v.start, v.end, lane, reach2, undecided, column)
                                 : leaf_block_hits(coords, n, d, w.qs, v.start, v.end, lane, reach2, undecided, column);
         if ((undecided >> lane) & 1u) total += hits;
-        if (SYMMETRIC && after && column > 0)
+        if (after && column > 0)
             atomicAdd(count + v.start + (TENSOR ? tile_col(lane >> 2, lane & 3) : block_column(lane)), (unsigned)column);
     }
     if (w.active) atomicAdd(count + w.p, (unsigned)total);
 }
 
-// a point's own count plus the tallies of every node holding it, plus `offset` (cut-off rho from pair_counts: -1,
-// the point itself; update.cu's count_near: 0)
+// a point's own count plus the tallies of every node holding it (pair_counts' and update.cu's count_near's)
 extern "C" __global__ void add_node_tallies(const i64* __restrict__ leaf_start, int depth,
                                             const unsigned* __restrict__ count, const unsigned* __restrict__ node_count,
-                                            double offset, double* __restrict__ out) {
+                                            double* __restrict__ out) {
     LeafWarp w;
     if (!leaf_warp(leaf_start, depth, w)) return;
     unsigned total = w.active ? count[w.p] : 0u;
     for (i64 k = w.own; k > 0; k = (k - 1) >> 1) total += node_count[k];
     total += node_count[0];
-    if (w.active) out[w.p] = (double)total + offset;
+    if (w.active) out[w.p] = (double)total;
 }
 
 // Gaussian rho sums exp(-d^2 / dc^2) over every pair within reach, so it needs each pair's distance and decides

@@ -11,10 +11,12 @@ from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu.density import delta_of_leaves, leaf_costs, rho_of_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import balanced_cuts
+from dpstudio.engine.cpu.density import sampled_leaves
+from dpstudio.engine.distributed import Cuts, balanced_cuts
 
+from . import oracle
 from .datasets import CASES
-from .gpu_support import needs_gpu
+from .gpu_support import gpu, needs_gpu
 
 distributed = pytest.importorskip("distributed")
 
@@ -130,6 +132,34 @@ def test_shares_of_leaves_add_up_to_the_whole(rng):
         np.testing.assert_array_equal(np.sqrt(delta2.astype(np.float64)), whole.delta_[tree.ids])
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(gpu is None, reason="no GPU")
+@pytest.mark.parametrize("case", ["with_duplicates", "integer_grid", "blobs"])
+def test_gpu_runs_of_pair_counts_add_up_to_the_brute_force_counts(case, rng):
+    """What each GPU worker computes for cut-off rho: its run's part of every point's count (each pair once, for
+    both points), zero before the run; the parts of runs cut anywhere add up to the brute-force counts."""
+    points = CASES[case](rng).astype(np.float32)
+    tree = gpu.build_vptree(gpu.asarray(points))
+    leaves, ids = 1 << tree.depth, gpu.to_numpy(tree.ids)
+    dc = float(np.quantile(oracle.rule_sq_dists(points[:300]), 0.05)) ** 0.5
+    expected = oracle.rho(oracle.rule_sq_dists(points), dc, "cutoff")[ids] + 1  # tree order, the point itself too
+    cuts = np.unique(np.concatenate(([0, leaves], rng.integers(0, leaves, 3))))
+    total = np.zeros(len(points))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = gpu.to_numpy(gpu.cutoff_pair_totals(tree, dc, int(a), int(b)))
+        assert not part[: int(tree.leaf_start[a])].any()
+        total += part
+    np.testing.assert_array_equal(total, expected)
+
+
+def test_leaf_costs_of_pairs_counted_once_leave_out_earlier_leaves(rng):
+    points = CASES["blobs"](rng, n=5000).astype(np.float32)
+    tree = build_vptree(points, graph=False)
+    every, once = leaf_costs(tree, 0.5, "cutoff", sampled=1 << tree.depth), leaf_costs(tree, 0.5, "cutoff", sampled=1 << tree.depth, once=True)
+    assert np.all(once <= every) and once[-1] < every[-1] and once[0] == every[0]  # the first leaf has no earlier
+    assert 0.3 < once.sum() / every.sum() < 0.7  # about half of every pair's work
+
+
 @pytest.mark.parametrize("parts", [1, 2, 3, 7])
 def test_balanced_cuts_give_each_part_its_share(parts, rng):
     costs = rng.integers(0, 1000, rng.integers(1, 300)) ** 2
@@ -139,6 +169,20 @@ def test_balanced_cuts_give_each_part_its_share(parts, rng):
     for k, cut in enumerate(cuts[1:-1], start=1):  # the leaf that reaches a share closes its part
         share = total * k / parts
         assert prefix[cut - 1] < share <= prefix[cut] or (share == 0 and cut == 1)
+
+
+@pytest.mark.parametrize("parts", [2, 3])
+def test_cuts_from_the_workers_parts_of_the_sampled_costs(parts, rng):
+    """Each worker measured every parts-th sampled leaf; every share's task puts the parts together the same way."""
+    n_leaves, leaves = 1 << 12, sampled_leaves(1 << 12, 64)
+    sampled = rng.integers(0, 100, leaves.shape[0]) ** 2
+    cuts = Cuts(n_leaves, leaves=leaves)
+    runs = [cuts.run(k, [sampled[j::parts] for j in range(parts)]) for k in range(parts)]
+    starts = np.append(leaves, n_leaves)
+    every_leaf = balanced_cuts(np.repeat(sampled, n_leaves // leaves.shape[0]), parts)
+    expected = starts[np.searchsorted(starts, every_leaf)]  # the same, rounded up to where a sampled run begins
+    assert runs == list(zip(expected[:-1], expected[1:]))
+    assert Cuts(n_leaves).run(0) == (0, n_leaves)
 
 
 def test_leaf_costs_are_higher_where_points_are_dense(rng):
@@ -175,3 +219,18 @@ def test_strip_shares_cover_every_point_once_however_many_strips(parts, rng):
     swept = np.stack([~np.isnan(share) for share in shares])
     assert np.array_equal(swept.sum(axis=0), np.ones(len(points)))
     np.testing.assert_array_equal(np.nansum(np.stack(shares), axis=0), whole)
+
+
+def test_delta_of_given_densities_on_a_cluster(client, rng):
+    """delta from another computation's rho (the workers rank it themselves), and the phases' timings recorded."""
+    points = CASES["with_duplicates"](rng)
+    alone = IndexedPoints(points, backend="cpu")
+    spread = IndexedPoints(points, backend="cpu", client=client)
+    dc = alone.dc_for_percent(2.0)
+    rho = alone.fields("gaussian", dc).rho + rng.integers(0, 3, len(points))  # not the workers' own: ties moved
+    timings = {}
+    given, expected = spread.fields_from_rho("gaussian", dc, rho, timings=timings), alone.fields_from_rho("gaussian", dc, rho)
+    for name in ("rho", "delta", "parent", "order", "gamma"):
+        np.testing.assert_array_equal(getattr(given, name), getattr(expected, name), err_msg=name)
+    spread.fields("cutoff", dc, timings=timings)
+    assert set(timings) == {"rho", "delta"} and min(timings.values()) >= 0
