@@ -2,7 +2,7 @@
 
 The points go to every worker once (one broadcast), and each worker builds the same VP-tree (the build is
 deterministic and cheap next to the queries). rho is computed by ranges of leaves, one range per worker, cut so
-that each range holds the same share of an estimated cost (``leaf_costs``, its sample measured by all workers:
+that each range holds the same share of an estimated cost (``costs_of_leaves``, its sample measured by all workers:
 dense leaves cost far more than their count); on the CPU, 2-D cut-off rho, which one process takes from the strip
 sweep, by interleaved shares of its strips (so every worker gets a share of each dense region). On the GPU, cut-off
 rho counts each pair once, for both points, as one process does: a run counts the pairs with a point in it and
@@ -10,8 +10,8 @@ the other in the same leaf or after it, so the runs before a run send it their p
 
 The rho shares stay on the workers, which send them to each other and to the caller at once: every worker ranks
 all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
-of leaves, each CPU worker holding the neighbour lists of its own range only. So per call the caller receives rho
-(cut-off counts as uint32), squared delta (float32) and parents (int32) and sends nothing but the tasks, and the
+of leaves, each CPU worker holding the neighbour lists of its own range only. So per call the caller sends the
+tasks alone and receives rho (cut-off counts as uint32), squared delta (float32) and parents (int32), and the
 delta kernels run while it gathers rho. Shares of leaves come back in the workers' tree order (checked to be the
 same on every worker), strip shares with their point indices; the gathered arrays are exactly a single backend's
 (the same float32 distance rule and tie rules in the same kernels). Labels, halo and everything else stay on the
@@ -30,9 +30,10 @@ region) search the other regions. See the README's "Scale-out" section for what 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
+import collections
 import os
+import socket
 import threading
 import time
 
@@ -79,7 +80,11 @@ class Replicas:
         self.n_leaves = 1 << depth
         self.equal_cuts = Cuts(self.n_leaves, fixed=np.linspace(0, self.n_leaves, len(self.workers) + 1).astype(np.int64))
         self.graphs = [self._on(w, _graph_rows, t, backend, self.equal_cuts, k) for k, w, t in self._shares()]
-        self.balls = [self._on(w, _balls, t) for w, t in zip(self.workers, self.trees)]  # for the cost pass
+        if len(self.workers) > 1:  # the cost pass, which balances the rho shares: the trees' balls on the host, and
+            # the cores each worker may take while all of them run it (its own where a worker is pinned, as dask-cuda
+            # pins each to its GPU's cores; its part of those it shares with others, as a LocalCluster's do)
+            self.balls = [self._on(w, _balls, t) for w, t in zip(self.workers, self.trees)]
+            self.cost_threads = fair_shares(client.run(_cores))
         self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker (checked)
         self._ids = None  # those on the caller's device, once fetched
 
@@ -97,15 +102,17 @@ class Replicas:
         rho_shares = self._rho_shares(tree, dc, kernel)
         delta_shares = self._delta_shares(rho_shares)
         rho = self._point_order(self._gather(rho_shares, progress, "rho")).astype(np.float64)
+        self._engine.synchronize()
         timings["rho"] = time.perf_counter() - started
         delta, parent = self._delta_from(self._gather(delta_shares, progress, "delta"))
+        self._engine.synchronize()
         timings["delta"] = time.perf_counter() - started - timings["rho"]
         return rho, delta, parent
 
     def delta_of_rho(self, tree, rho, progress=None):
         """(delta, parent) in point order for given densities (in point order), which go to every worker."""
         self._check(tree)
-        rho_tree = self._engine.to_numpy(rho)[self._engine.to_numpy(self._caller_tree_ids())]
+        rho_tree = self._engine.to_numpy(rho)[self._tree_ids.result()]
         shared = self.client.scatter(rho_tree, broadcast=True, hash=False)  # one run: the whole tree order
         return self._delta_from(self._gather(self._delta_shares([shared]), progress, "delta"))
 
@@ -138,7 +145,10 @@ class Replicas:
         if parts == 1:  # nothing to balance
             return Cuts(self.n_leaves), []
         leaves = sampled_leaves(self.n_leaves, 512 * parts)
-        costs = [self._on(w, _leaf_costs, b, dc, kernel, leaves[k::parts], once) for k, (w, b) in enumerate(zip(self.workers, self.balls))]
+        costs = [
+            self._on(w, _leaf_costs, b, dc, kernel, leaves[k::parts], once, self.cost_threads[w])
+            for k, (w, b) in enumerate(zip(self.workers, self.balls))
+        ]  # fmt: skip
         return Cuts(self.n_leaves, leaves=leaves), costs
 
     def _delta_shares(self, rho_shares: list) -> list:
@@ -169,7 +179,7 @@ class Replicas:
         return self.client.submit(function, *args, workers=[worker], allow_other_workers=True, pure=False)
 
     def _shares(self) -> list:
-        """(share, worker, its tree) of each worker: share k runs from leaf cuts[k] to cuts[k + 1]."""
+        """(share, worker, its tree) of each worker: worker k computes share k of every ``Cuts``."""
         return [(k, w, t) for k, (w, t) in enumerate(zip(self.workers, self.trees))]
 
     def _check(self, tree) -> None:
@@ -188,19 +198,24 @@ class Replicas:
 
 def in_point_order(shares: list, tree_ids, engine):
     """One point-order array on ``engine``'s device from rho or delta shares: runs of the tree order, concatenated
-    and put back through ``tree_ids``, or strips' (point ids, values)."""
-    xp = engine.xp
+    and put back through ``tree_ids``, or strips' (point ids, values). Shares that miss a point or give one twice
+    are a bug, never a result: they raise."""
+    xp, n = engine.xp, tree_ids.shape[0]
     if isinstance(shares[0], tuple):
         ids = xp.concatenate([engine.asarray(i) for i, _ in shares])
         values = xp.concatenate([engine.asarray(v) for _, v in shares])
+        if ids.shape[0] != n or bool((xp.bincount(ids, minlength=n) != 1).any()):
+            raise RuntimeError("the workers' shares do not give every point once")
     else:
         ids, values = tree_ids, xp.concatenate([engine.asarray(v) for v in shares])
-    out = xp.empty(values.shape[0], values.dtype)
+        if values.shape[0] != n:
+            raise RuntimeError(f"the workers' shares give {values.shape[0]} values for {n} points")
+    out = xp.empty(n, values.dtype)
     out[ids] = values
     return out
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # (arrays: no value equality)
 class Cuts:
     """Where the shares' runs of leaves begin and end, as a task's argument: ``fixed`` cuts, or those that balance
     the costs of the sampled ``leaves`` (measured by the workers, each an interleaved part, and given to ``run``),
@@ -211,7 +226,7 @@ class Cuts:
     leaves: np.ndarray | None = None
 
     def run(self, share: int, costs: list = ()) -> tuple[int, int]:
-        """First and last leaf (exclusive) of the share."""
+        """First and last leaf (exclusive) of the share (``costs``: the workers' parts, for cuts that balance them)."""
         if self.fixed is not None:
             cuts = self.fixed
         elif not costs:
@@ -225,6 +240,13 @@ class Cuts:
         return int(cuts[share]), int(cuts[share + 1])
 
 
+def fair_shares(cores: dict) -> dict:
+    """Each worker's fair number of threads, given the (host, cores) each may run on: a core that k workers may all
+    run on counts 1/k for each (at least 1 thread)."""
+    sharing = collections.Counter((host, core) for host, mine in cores.values() for core in mine)
+    return {worker: max(1, round(sum(1 / sharing[host, core] for core in mine))) for worker, (host, mine) in cores.items()}
+
+
 def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
     """parts + 1 leaf boundaries, 0 first and len(costs) last, cutting ``costs`` into runs of nearly equal sums."""
     total = np.cumsum(costs, dtype=np.float64)
@@ -234,30 +256,21 @@ def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# on the workers: each returns NumPy arrays, but for the pair totals, which stay on the worker's GPU
+# on the workers: trees, graphs, and NumPy arrays to send (the pair totals stay on the worker's GPU)
 
 
 _ONE_TASK_AT_A_TIME = threading.Lock()
 
 
-def _worker_task(function=None, *, alone: bool = False):
+def _worker_task(function):
     """A task's body: one at a time per worker process (each already uses every thread the worker has, and Numba's
-    workqueue layer aborts on two parallel regions at once), with Numba's threads set to the worker's; or, for a
-    task the caller waits on ``alone`` while the other workers are idle, to every core this process may run on (a
-    GPU worker has one thread, and its host passes ran on one core: the leaf costs, 0.45 s of a 20M call)."""
-    if function is None:
-        return functools.partial(_worker_task, alone=alone)
+    workqueue layer aborts on two parallel regions at once), with Numba's threads set to the worker's."""
 
     def run(*args):
-        import numba  # noqa: PLC0415
         from distributed import get_worker  # noqa: PLC0415
 
-        if alone:  # every core this process may run on
-            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        else:
-            threads = get_worker().state.nthreads
         with _ONE_TASK_AT_A_TIME:
-            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, threads)))
+            _numba_threads(get_worker().state.nthreads)
             return function(*args)
 
     run.__name__ = run.__qualname__ = function.__name__  # the task's name in Dask's dashboard and logs
@@ -293,9 +306,24 @@ def _balls(tree: VPTree) -> VPTree:
     return dataclasses.replace(tree, coords=np.empty((tree.n_dims, 0), np.float32), **small)
 
 
-@_worker_task(alone=True)  # the rho shares wait for the cuts
-def _leaf_costs(balls: VPTree, dc: float, kernel: str, leaves: np.ndarray, once: bool) -> np.ndarray:
+@_worker_task
+def _leaf_costs(balls: VPTree, dc: float, kernel: str, leaves: np.ndarray, once: bool, threads: int) -> np.ndarray:
+    """The worker's part of the cost pass, on its fair share of its host's cores rather than its Dask threads (a
+    GPU worker has one, and this host pass on one core took 0.45 s of a 20M call, every share waiting for it)."""
+    _numba_threads(threads)
     return costs_of_leaves(balls, dc, kernel, leaves, once)
+
+
+def _cores() -> tuple[str, list[int]]:
+    """This worker's host and the cores it may run on (``client.run``)."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return socket.gethostname(), sorted(cores)
+
+
+def _numba_threads(threads: int) -> None:
+    import numba  # noqa: PLC0415
+
+    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, threads)))
 
 
 @_worker_task
@@ -306,7 +334,7 @@ def _tree_ids(tree: VPTree) -> np.ndarray:
 @_worker_task
 def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, costs: list, share: int) -> np.ndarray:
     rho_tree = get_backend(backend).rho_of_leaves(tree, dc, kernel, *cuts.run(share, costs))
-    return _host(_compact_rho(rho_tree, kernel))
+    return _host(_compact_rho(rho_tree, kernel, tree.n_points))
 
 
 @_worker_task
@@ -344,7 +372,7 @@ def _rho_from_totals(tree: VPTree, totals, earlier: list, cuts: Cuts, costs: lis
 def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: int):
     rho_tree = strips.cutoff_rho(tree.coords, dc, mean_rho, part=part, parts=parts)
     mine = ~np.isnan(rho_tree)
-    return _compact(tree.ids[mine], tree.n_points), _compact_rho(rho_tree[mine], "cutoff")
+    return _compact(tree.ids[mine], tree.n_points), _compact_rho(rho_tree[mine], "cutoff", tree.n_points)
 
 
 @_worker_task
@@ -362,9 +390,10 @@ def _positions(tree: VPTree, first_leaf: int, last_leaf: int) -> tuple[int, int]
     return int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
 
 
-def _compact_rho(values, kernel: str):
-    """Cut-off rho as uint32 (exact: whole counts below 2**32), half the bytes to send; Gaussian rho as it is."""
-    return values.astype(np.uint32) if kernel == "cutoff" else values
+def _compact_rho(values, kernel: str, n_points: int):
+    """Cut-off rho as uint32 (exact: whole counts below n_points, where that is below 2**32), half the bytes to
+    send; Gaussian rho as it is."""
+    return values.astype(np.uint32) if kernel == "cutoff" and n_points < 2**32 else values
 
 
 def _host(values) -> np.ndarray:

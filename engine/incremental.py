@@ -169,9 +169,8 @@ def density_bands(lo, hi, n_old: int, xp=np):
 
 def _reorder(backend, order, order_rho, moved, rho):
     """(order, rho in that order, rank) after the points ``moved`` changed rho (see ``merge_order``)."""
-    xp = backend.xp
-    moved = xp.sort(moved)
-    moved = moved[xp.argsort(-rho[moved], kind="stable")]  # by rho descending, then index (CuPy has no tuple lexsort)
+    moved = backend.xp.sort(moved)
+    moved = moved[backend.density_order(rho[moved])[0]]  # by rho descending, then index (cut-off counts: O(N) on the CPU)
     return backend.merge_order(order, order_rho, moved, rho[moved], rho.shape[0])
 
 

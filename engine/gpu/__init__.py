@@ -247,7 +247,8 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
     if kernel == "gaussian":
         rho_tree = _gaussian_rho(tree, dc, 0, 1 << tree.depth)
     else:
-        rho_tree = cutoff_pair_totals(tree, dc, 0, 1 << tree.depth) - 1.0  # each point counted itself
+        rho_tree = cutoff_pair_totals(tree, dc, 0, 1 << tree.depth)
+        rho_tree -= 1.0  # each point counted itself
     if progress is not None:
         progress(1.0)
     out = cp.empty_like(rho_tree)

@@ -550,7 +550,7 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
 // Cut-off rho counts each unordered pair once: the warp of leaf A walks only the nodes after A in tree order
 // (those before it counted their pairs with A themselves) and the nodes holding A, and every decision serves
 // both sides. A lane that finds a node inside its reach counts the node's points and adds itself to the node's
-// tally, which each of the node's points takes at the end (counts_to_rho); a leaf tile gives the undecided lanes
+// tally, which each of the node's points takes at the end (add_node_tallies); a leaf tile gives the undecided lanes
 // their rows and the leaf's points their columns. The pair counts are the same as every point counting all of
 // its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
 // Over the leaves [first_leaf, last_leaf) only (a Dask worker's share) it counts the pairs with a point there and

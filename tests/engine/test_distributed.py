@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from dpstudio.engine import DensityPeaks, IndexedPoints
-from dpstudio.engine.cpu.density import delta_of_leaves, leaf_costs, rho_of_leaves
+from dpstudio.engine.cpu.density import delta_of_leaves, leaf_costs, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.cpu.density import sampled_leaves
-from dpstudio.engine.distributed import Cuts, balanced_cuts
+from dpstudio.engine.distributed import Cuts, balanced_cuts, fair_shares
 
 from . import oracle
 from .datasets import CASES
@@ -65,15 +64,41 @@ def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, rng):
     assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu").fit(points))
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=needs_gpu)])
 @pytest.mark.parametrize("case", ["blobs", "with_duplicates", "integer_grid", "uniform_deep", "two_points"])
-def test_three_workers_of_two_threads_give_the_single_process_result(case, rng):
-    """An odd number of shares (strips, cost-balanced leaves, equal leaves), each worker running parallel kernels."""
+def test_three_workers_of_two_threads_give_the_single_process_result(case, backend, rng):
+    """An odd number of shares (strips, cost-balanced leaves, equal leaves; on the GPU the last run takes parts of
+    the counts from both before it, dense at the 2% rule and sparse at a small dc), each worker running parallel
+    kernels."""
     points = CASES[case](rng)
     with distributed.LocalCluster(n_workers=3, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as three:
-            for kernel in ("cutoff", "gaussian"):
-                spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="cpu", client=three).fit(points)
-                assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="cpu").fit(points))
+            for kernel, percent in (("cutoff", 2.0), ("cutoff", 0.05), ("gaussian", 2.0)):
+                spread = DensityPeaks(kernel=kernel, dc_percent=percent, suggest="gamma", backend=backend, client=three).fit(points)
+                alone = DensityPeaks(kernel=kernel, dc_percent=percent, suggest="gamma", backend=backend).fit(points)
+                assert_same_fit(spread, alone)
+
+
+def test_each_worker_takes_its_fair_share_of_the_cores_for_the_cost_pass():
+    pinned = {"a": ("gpu-host", [0, 1, 2, 3]), "b": ("gpu-host", [4, 5, 6, 7])}  # dask-cuda: a GPU's cores each
+    shared = {"a": ("cpu-host", [0, 1, 2, 3]), "b": ("cpu-host", [0, 1, 2, 3]), "c": ("cpu-host", [0, 1, 2, 3])}
+    hosts = {"a": ("one", [0, 1]), "b": ("two", [0, 1])}  # the same core numbers on two machines
+    assert fair_shares(pinned) == {"a": 4, "b": 4}
+    assert fair_shares(shared) == {"a": 1, "b": 1, "c": 1}
+    assert fair_shares(hosts) == {"a": 2, "b": 2}
+
+
+def test_shares_that_miss_a_point_or_give_one_twice_raise():
+    from dpstudio.engine import get_backend
+    from dpstudio.engine.distributed import in_point_order
+
+    cpu, ids = get_backend("cpu"), np.array([2, 0, 1, 3])
+    np.testing.assert_array_equal(in_point_order([np.array([5.0, 6.0]), np.array([7.0, 8.0])], ids, cpu), [6.0, 7.0, 5.0, 8.0])
+    np.testing.assert_array_equal(in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 2]), np.array([3, 4]))], ids, cpu), [3, 2, 4, 1])
+    with pytest.raises(RuntimeError):
+        in_point_order([np.array([5.0, 6.0, 7.0])], ids, cpu)
+    with pytest.raises(RuntimeError):
+        in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 1]), np.array([3, 4]))], ids, cpu)
 
 
 def test_an_index_without_the_estimators_client_is_refused(client, rng):
