@@ -29,9 +29,9 @@ region) search the other regions. See the README's "Scale-out" section for what 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
-import collections
 import os
 import socket
 import threading
@@ -402,4 +402,4 @@ def _host(values) -> np.ndarray:
 
 def _compact(indices: np.ndarray, n_points: int) -> np.ndarray:
     """Point indices or ranks (below ``n_points``) as int32 where they fit: half the bytes to send."""
-    return indices.astype(np.int32) if n_points < 2**31 else indices  # (on the device where they are)
+    return indices.astype(np.int32) if n_points < 2**31 else indices

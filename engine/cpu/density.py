@@ -99,7 +99,7 @@ def _denser_from_graph(positions, sq_dists, ids, rank, first, delta2, parent):
 
 @nb.njit(parallel=True, nogil=True, cache=True)
 def _leaf_costs(coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, leaves, once, costs):
-    """The cheap pass of ``leaf_costs`` for the listed leaves: one traversal per leaf, no point touched."""
+    """The cheap pass of ``costs_of_leaves``: one traversal per leaf, no point touched."""
     for i in nb.prange(leaves.shape[0]):
         leaf = leaves[i]
         nodes = np.empty(STACK, np.int64)
@@ -146,24 +146,18 @@ def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_le
     return rho_tree[tree.leaf_start[first_leaf] : tree.leaf_start[last_leaf]]
 
 
-def leaf_costs(tree: VPTree, dc: float, kernel: str, sampled: int = 4096, once: bool = False) -> np.ndarray:
-    """An estimate of each leaf's share of the work of ``rho_of_leaves``, from a pass that touches no point: its
-    points times the points of the leaves it must scan point by point (those its bounds leave undecided; with
-    ``once``, only those from its own on, as where each pair is counted once: the GPU's cut-off counts).
-    Dense regions cost far more than their count, so work is split by this, not by points. Past ``sampled``
-    leaves, every k-th leaf is measured and stands for the k leaves from it (neighbours in tree order are
-    neighbours in space): at 2% of 20M points a full pass would cost a good part of rho itself."""
-    leaves = sampled_leaves(1 << tree.depth, sampled)
-    return spread_costs(costs_of_leaves(tree, dc, kernel, leaves, once), leaves, 1 << tree.depth)
-
-
 def sampled_leaves(n_leaves: int, sampled: int = 4096) -> np.ndarray:
-    """Every k-th leaf, k = n_leaves // sampled (at least 1): those whose costs ``leaf_costs`` measures."""
+    """Every k-th leaf, k = n_leaves // sampled (at least 1): those whose costs are measured, each standing for the
+    k leaves from it (neighbours in tree order are neighbours in space): at 2% of 20M points a pass over every leaf
+    would cost a good part of rho itself."""
     return np.arange(0, n_leaves, max(1, n_leaves // sampled), dtype=np.int64)
 
 
 def costs_of_leaves(tree: VPTree, dc: float, kernel: str, leaves: np.ndarray, once: bool = False) -> np.ndarray:
-    """``leaf_costs`` of the given leaves only (a Dask worker's part of the sample)."""
+    """An estimate of each listed leaf's share of the work of ``rho_of_leaves``, from a pass that touches no point:
+    its points times the points of the leaves it must scan point by point (those its bounds leave undecided; with
+    ``once``, only those from its own on, as where each pair is counted once: the GPU's cut-off counts). Dense
+    regions cost far more than their count, so Dask's shares are cut by this, not by points."""
     _, reach_lo, reach_hi = reach_rule(rho_reach(dc, kernel), tree.n_dims)
     costs = np.empty(leaves.shape[0], np.int64)
     _leaf_costs(
@@ -171,11 +165,6 @@ def costs_of_leaves(tree: VPTree, dc: float, kernel: str, leaves: np.ndarray, on
         kernel == "gaussian", bound_slack(tree.n_dims), np.ascontiguousarray(leaves, np.int64), once, costs,
     )  # fmt: skip
     return costs
-
-
-def spread_costs(costs: np.ndarray, leaves: np.ndarray, n_leaves: int) -> np.ndarray:
-    """Every leaf's cost: each sampled leaf's (``leaves``, increasing, the first 0) for the leaves up to the next."""
-    return np.repeat(costs, np.diff(np.append(leaves, n_leaves)))
 
 
 def _tree_rho(tree: VPTree, dc: float, gaussian: bool, first_leaf: int, last_leaf: int, rho_tree: np.ndarray) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpstudio.engine import DensityPeaks, IndexedPoints
-from dpstudio.engine.cpu.density import delta_of_leaves, leaf_costs, rho_of_leaves, sampled_leaves
+from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
 from dpstudio.engine.distributed import Cuts, balanced_cuts, fair_shares
@@ -180,7 +180,8 @@ def test_gpu_runs_of_pair_counts_add_up_to_the_brute_force_counts(case, rng):
 def test_leaf_costs_of_pairs_counted_once_leave_out_earlier_leaves(rng):
     points = CASES["blobs"](rng, n=5000).astype(np.float32)
     tree = build_vptree(points, graph=False)
-    every, once = leaf_costs(tree, 0.5, "cutoff", sampled=1 << tree.depth), leaf_costs(tree, 0.5, "cutoff", sampled=1 << tree.depth, once=True)
+    leaves = np.arange(1 << tree.depth)
+    every, once = costs_of_leaves(tree, 0.5, "cutoff", leaves), costs_of_leaves(tree, 0.5, "cutoff", leaves, once=True)
     assert np.all(once <= every) and once[-1] < every[-1] and once[0] == every[0]  # the first leaf has no earlier
     assert 0.3 < once.sum() / every.sum() < 0.7  # about half of every pair's work
 
@@ -215,20 +216,20 @@ def test_leaf_costs_are_higher_where_points_are_dense(rng):
     sparse = rng.uniform(-20, 20, size=(4000, 2))
     points = np.concatenate((dense, sparse)).astype(np.float32)
     tree = build_vptree(points, graph=False)
-    costs = leaf_costs(tree, 0.05, "gaussian")  # every dense leaf scans the blob; a sparse one, about itself
+    costs = costs_of_leaves(tree, 0.05, "gaussian", np.arange(1 << tree.depth))  # a dense leaf scans the blob; a sparse one, about itself
     in_dense = np.array([tree.ids[tree.leaf_start[j]] < 4000 for j in range(1 << tree.depth)])
     assert costs[in_dense].mean() > 5 * costs[~in_dense].mean()  # by count alone they would be equal
 
 
-def test_sampled_leaf_costs_stand_for_their_neighbours(rng):
+def test_sampled_leaf_costs_are_those_of_every_kth_leaf(rng):
+    """(Each stands for the leaves up to the next when the shares are cut: see the test of Cuts above.)"""
     points = CASES["blobs"](rng, n=20_000).astype(np.float32)
     tree = build_vptree(points, graph=False)
-    full = leaf_costs(tree, 0.5, "cutoff", sampled=1 << tree.depth)
-    sampled = leaf_costs(tree, 0.5, "cutoff", sampled=64)
+    full = costs_of_leaves(tree, 0.5, "cutoff", np.arange(1 << tree.depth))
+    leaves = sampled_leaves(1 << tree.depth, 64)
     step = (1 << tree.depth) // 64
-    assert sampled.shape == full.shape
-    np.testing.assert_array_equal(sampled[::step], full[::step])  # the measured leaves, exactly
-    np.testing.assert_array_equal(sampled, np.repeat(full[::step], step))
+    np.testing.assert_array_equal(leaves, np.arange(0, 1 << tree.depth, step))
+    np.testing.assert_array_equal(costs_of_leaves(tree, 0.5, "cutoff", leaves), full[::step])  # the measured leaves, exactly
 
 
 @pytest.mark.parametrize("parts", [2, 3, 5])
