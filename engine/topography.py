@@ -143,37 +143,50 @@ def _parents(ids, sq, rank):
 def _saddles(ids: np.ndarray, candidate: np.ndarray, log_density: np.ndarray):
     """(u, v, saddle): for every pair of candidate clusters u < v that touch, the highest min(log rho) over
     listed pairs joining them, sorted by saddle descending (ties by (u, v))."""
-    m = int(candidate.max()) + 1
-    key, level = _border_pairs(ids, candidate, log_density, m)
-    order = np.argsort(key, kind="stable")
-    key, level = key[order], level[order]
-    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if key.size else np.empty(0, np.int64)
-    highest = np.maximum.reduceat(level, starts) if key.size else level
-    key = key[starts]
-    by_saddle = np.argsort(-highest, kind="stable")
-    return key[by_saddle] // m, key[by_saddle] % m, highest[by_saddle]
+    u, v, highest = _highest_border_pairs(ids, candidate, log_density, int(candidate.max()) + 1)
+    by_saddle = np.argsort(-highest, kind="stable")  # u, v come in (u, v) order
+    return u[by_saddle], v[by_saddle], highest[by_saddle]
 
 
 @nb.njit(cache=True)
-def _border_pairs(ids, candidate, log_density, m):
-    """Every listed pair whose points lie in different candidate clusters u < v, as (u m + v, min log rho)."""
+def _highest_border_pairs(ids, candidate, log_density, m):
+    """Every pair u < v of candidate clusters that a listed pair of points joins, in (u, v) order, with the highest
+    min(log rho) of those points. Without a sort of the (many) listed pairs: they are bucketed by u, and each
+    bucket's highest level per v is kept in a scratch row of m."""
     n, k = ids.shape
-    count = 0
-    for i in range(n):
-        for c in range(k):
-            j = ids[i, c]
-            count += j >= 0 and candidate[i] != candidate[j]
-    key, level = np.empty(count, np.int64), np.empty(count, np.float64)
-    t = 0
+    start = np.zeros(m + 1, np.int64)
     for i in range(n):
         for c in range(k):
             j = ids[i, c]
             if j >= 0 and candidate[i] != candidate[j]:
-                a, b = candidate[i], candidate[j]
-                key[t] = min(a, b) * m + max(a, b)
-                level[t] = min(log_density[i], log_density[j])
-                t += 1
-    return key, level
+                start[min(candidate[i], candidate[j]) + 1] += 1
+    start = np.cumsum(start)
+    other, level, fill = np.empty(start[m], np.int64), np.empty(start[m], np.float64), start[:m].copy()
+    for i in range(n):
+        for c in range(k):
+            j = ids[i, c]
+            if j >= 0 and candidate[i] != candidate[j]:
+                a = min(candidate[i], candidate[j])
+                other[fill[a]], level[fill[a]] = max(candidate[i], candidate[j]), min(log_density[i], log_density[j])
+                fill[a] += 1
+    highest, seen = np.empty(m, np.float64), np.zeros(m, np.bool_)
+    out_u, out_v, out_level = np.empty(start[m], np.int64), np.empty(start[m], np.int64), np.empty(start[m], np.float64)
+    n_out = 0
+    for a in range(m):
+        first = n_out
+        for t in range(start[a], start[a + 1]):
+            b = other[t]
+            if not seen[b]:
+                seen[b], highest[b] = True, level[t]
+                out_v[n_out] = b
+                n_out += 1
+            elif level[t] > highest[b]:
+                highest[b] = level[t]
+        out_v[first:n_out].sort()
+        for t in range(first, n_out):
+            out_u[t], out_level[t] = a, highest[out_v[t]]
+            seen[out_v[t]] = False
+    return out_u[:n_out], out_v[:n_out], out_level[:n_out]
 
 
 @nb.njit(cache=True)
