@@ -405,11 +405,26 @@ def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forc
         continues[-1] = len(centers) - 1
     appeared = sorted(set(range(len(centers))) - set(continues[continues >= 0].tolist()))
     old, new = old_labels[survived], labels[mapping[survived]]
-    flows = pd.crosstab(old, new)
-    merged = {int(a): int(flows.loc[a].idxmax()) for a in np.flatnonzero(continues < 0) if a in flows.index}
-    split = {int(a): sorted(int(b) for b in flows.columns[flows.loc[a] > 0] if b in appeared)
-             for a in np.flatnonzero(continues >= 0) if a in flows.index}  # fmt: skip
+    old_of, new_of, counts = _flows(old, new)
+    merged, split = {}, {}
+    for a in range(len(old_centers)):
+        first, last = np.searchsorted(old_of, [a, a + 1])
+        if first == last:  # no point of old cluster a is left
+            continue
+        if continues[a] < 0:  # where most of its points went (the smallest label of those that took most)
+            merged[a] = int(new_of[first + np.argmax(counts[first:last])])
+        elif took := sorted(set(new_of[first:last].tolist()) & set(appeared)):
+            split[a] = took
     return {
         "clusters": len(centers), "appeared": appeared, "vanished": np.flatnonzero(continues < 0).tolist(),
-        "merged": merged, "split": {a: b for a, b in split.items() if b}, "moved": int((continues[old] != new).sum()),
+        "merged": merged, "split": split, "moved": int((continues[old] != new).sum()),
     }  # fmt: skip
+
+
+def _flows(old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(old label, new label, points) of every pair of labels that some point has, in (old, new) order."""
+    if not old.size:
+        return old, new, np.empty(0, np.int64)
+    low, width = int(new.min()), int(new.max()) - int(new.min()) + 1
+    pairs, counts = np.unique((old.astype(np.int64) - int(old.min())) * width + (new - low), return_counts=True)
+    return pairs // width + int(old.min()), pairs % width + low, counts

@@ -63,8 +63,8 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     else:
         again = xp.concatenate((changed, new))
         rho[again] = backend.rho_at(tree, position[again], fields.dc, fields.kernel)
-    moved = xp.concatenate((changed, new))
-    order, order_rho, rank = _reorder(backend, fields.order, fields.order_rho, moved, rho)
+    # V in density order: the search below then takes its keys in order, which is several times faster
+    order, order_rho, rank, moved = _reorder(backend, fields.order, fields.order_rho, xp.concatenate((changed, new)), rho)
 
     delta = xp.concatenate((fields.delta, xp.full(n - n_old, xp.inf)))
     parent = xp.concatenate((fields.parent, xp.full(n - n_old, -1, dtype=xp.int64)))
@@ -112,7 +112,7 @@ def deleted(backend, old_tree, tree, fields: Fields, mapping, old_position, posi
     else:
         rho = fields.rho[keep]
         rho[changed] = backend.rho_at(tree, position[changed], fields.dc, fields.kernel)
-    order, order_rho, rank = _reorder(backend, mapping[fields.order], fields.order_rho, changed, rho)
+    order, order_rho, rank, _ = _reorder(backend, mapping[fields.order], fields.order_rho, changed, rho)
 
     delta, old_parent = fields.delta[keep], fields.parent[keep]
     parent = xp.where(old_parent >= 0, mapping[xp.maximum(old_parent, 0)], -1)  # a deleted parent leaves -1
@@ -168,10 +168,11 @@ def density_bands(lo, hi, n_old: int, xp=np):
 
 
 def _reorder(backend, order, order_rho, moved, rho):
-    """(order, rho in that order, rank) after the points ``moved`` changed rho (see ``merge_order``)."""
+    """(order, rho in that order, rank, moved in density order) after the points ``moved`` changed rho (see
+    ``merge_order``)."""
     moved = backend.xp.sort(moved)
     moved = moved[backend.density_order(rho[moved])[0]]  # by rho descending, then index (cut-off counts: O(N) on the CPU)
-    return backend.merge_order(order, order_rho, moved, rho[moved], rho.shape[0])
+    return (*backend.merge_order(order, order_rho, moved, rho[moved], rho.shape[0]), moved)
 
 
 def _search_freely(backend, tree, rank_tree, position, points, delta, parent) -> None:

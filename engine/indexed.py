@@ -143,7 +143,9 @@ class IndexedPoints:
         """Give the points the stable row numbers ``rows`` (one each, all different); points inserted later count
         on from ``next_row``, which must be past every one of them."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-        if rows.shape[0] != self.n_points or np.unique(rows).size != rows.size:
+        # all different: at once where they increase (a stream's rows do), else by a sort
+        different = bool(np.all(rows[1:] > rows[:-1])) or np.unique(rows).size == rows.size
+        if rows.shape[0] != self.n_points or not different:
             raise ValueError(f"expected {self.n_points} different row numbers, got {rows.size}")
         if rows.size and next_row <= rows.max():
             raise ValueError(f"the next row ({next_row}) must come after the last one given ({rows.max()})")

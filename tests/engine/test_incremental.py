@@ -283,6 +283,38 @@ def test_cluster_changes_name_what_happened():
     assert changes["clusters"] == 3 and changes["moved"] == 3
 
 
+def flows_by_definition(old, new, continues, appeared):
+    """merged and split of ``cluster_changes`` by their words, from a full table of points per (old, new) label."""
+    olds, news = sorted(set(old.tolist())), sorted(set(new.tolist()))
+    table = {(a, b): int(np.sum((old == a) & (new == b))) for a in olds for b in news}
+    merged = {a: max(news, key=lambda b: (table[a, b], -b)) for a in olds if a >= 0 and continues[a] < 0}
+    split = {a: [b for b in news if b in appeared and table[a, b]] for a in olds if a >= 0 and continues[a] >= 0}
+    return merged, {a: b for a, b in split.items() if b}
+
+
+def test_cluster_changes_match_their_definition_on_random_labels(rng):
+    """Random old and new clusterings (noise -1 among them, ties in where points went, deletions)."""
+    for _ in range(200):
+        n, k_old, k_new = rng.integers(1, 60), rng.integers(1, 6), rng.integers(1, 6)
+        old_centers = rng.choice(n, min(k_old, n), replace=False)
+        old_labels = rng.integers(-1, len(old_centers), n)
+        old_labels[old_centers] = np.arange(len(old_centers))
+        mapping = np.where(rng.random(n) < 0.2, -1, 0)
+        mapping[mapping >= 0] = np.arange(int((mapping >= 0).sum()))
+        m = int((mapping >= 0).sum())
+        if not m:
+            continue
+        centers = rng.choice(m, min(k_new, m), replace=False)
+        labels = rng.integers(-1, len(centers), m)
+        labels[centers] = np.arange(len(centers))
+        changes = cluster_changes(old_labels, old_centers, labels, centers, mapping)
+        label_of = {int(c): k for k, c in enumerate(centers)}
+        continues = np.array([label_of.get(int(mapping[c]), -1) if mapping[c] >= 0 else -1 for c in old_centers])
+        survived = mapping >= 0
+        expected = flows_by_definition(old_labels[survived], labels[mapping[survived]], continues, changes["appeared"])
+        assert (changes["merged"], changes["split"]) == expected
+
+
 def test_the_automatic_clustering_is_computed_again_after_an_update(rng):
     points = CASES["blobs"](rng, n=1200).astype(np.float32)
     dp = DensityPeaks(dc=0.5, backend="cpu").fit(points[:900])  # suggest="auto": the topography, nothing chosen
