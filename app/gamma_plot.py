@@ -41,7 +41,10 @@ class GammaPlot:
         gamma = np.empty(0)
         if self.session.loaded:
             gamma = self.session.model.gamma_
-            gamma = np.sort(gamma[gamma > 0])[::-1][:RANKS_SHOWN]  # a log scale has no place for 0
+            gamma = gamma[gamma > 0]  # a log scale has no place for 0
+            if gamma.size > RANKS_SHOWN:  # the largest only: a partition, not a sort of every point
+                gamma = np.partition(gamma, gamma.size - RANKS_SHOWN)[-RANKS_SHOWN:]
+            gamma = np.sort(gamma)[::-1]
         return hv.Scatter((np.arange(1, gamma.size + 1), gamma), "rank", "γ")
 
     def _count(self, revision) -> hv.VLine:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import colorcet
 import datashader as ds
@@ -26,6 +27,7 @@ from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
 MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
+_SHADING = ThreadPoolExecutor(2, thread_name_prefix="dpstudio-shading")  # both plots of a change at once
 
 
 def _is_colourful(colour: str) -> bool:
@@ -111,6 +113,18 @@ def _alpha(total: bytes, dtype: str, height: int, width: int, min_alpha: int) ->
     return alpha
 
 
+def _same(key: tuple, other: tuple) -> bool:
+    """Image keys equal; arrays (a selection) compared by identity: a key holds them, so an id is never reused
+    while compared."""
+    return len(key) == len(other) and all(a is b if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
+                                          for a, b in zip(key, other))  # fmt: skip
+
+
+def _ranges_and_size(ranges: hv.streams.RangeXY, size: hv.streams.PlotSize) -> tuple:
+    """A plot's stream values as its DynamicMap's callback receives them."""
+    return ranges.x_range, ranges.y_range, size.width, size.height
+
+
 def _padded(values: np.ndarray, current, pixels: int) -> tuple[float, float]:
     """The zoomed range if any, else the data's extent with a margin of 3% plus a center marker's radius, so
     the markers of extreme points are not cut by the frame (and some width when the data are flat)."""
@@ -129,15 +143,24 @@ class SessionPlots:
         self.studio, self.session, self.on_render = studio, studio.dpc, on_render
         self.render_seconds: dict[str, float] = {}
         self._last_images: dict[str, tuple[tuple, hv.RGB]] = {}  # each plot's last (key, image): see _shaded
+        self._next_images: dict[str, tuple[tuple, Future]] = {}  # each plot's image being shaded ahead: see _shade_ahead
+        self._drawn: set[str] = set()  # plots on a page: only those are shaded ahead
         self._watchers: list = []  # on the studio, removed by close()
+        self.graph_ranges = hv.streams.RangeXY()
+        self.view_ranges = hv.streams.RangeXY()
+        self.graph_size, self.view_size = size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
+        # before the streams' own watchers: new data resets the zoom first, then the images are shaded ahead (on the
+        # revisions only: they are bumped once a change is whole, while an axis may change before its data set does)
+        studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
+        self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
+        self._watchers.append(studio.param.watch(lambda *e: self._shade_ahead("2-D view"), ["revision"]))
+        self._watchers.append(studio.param.watch(lambda *e: self._shade_ahead("decision graph"), ["selected"]))
+        self.session.param.watch(lambda *e: self._shade_ahead("decision graph"), ["revision"])
         # one stream per watched set, shared by every layer that redraws on it: HoloViews then updates the overlay
         # once per change, not once per layer (each update walks the whole overlay)
         self.graph_revision = hv.streams.Params(self.session, ["revision"])
         graph_watched = [self.graph_revision, hv.streams.Params(studio, ["selected"])]
         self.view_watched = view_watched = hv.streams.Params(studio, ["revision", "x_axis", "y_axis"])
-        self.graph_ranges = hv.streams.RangeXY()
-        self.view_ranges = hv.streams.RangeXY()
-        size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
         self.graph_image = hv.DynamicMap(self._graph_image, streams=[*graph_watched, self.graph_ranges, size[0]])
         self.view_image = hv.DynamicMap(self._view_image, streams=[view_watched, self.view_ranges, size[1]])
         self.lasso = hv.streams.Lasso(source=self.graph_image)
@@ -152,8 +175,6 @@ class SessionPlots:
         self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
         self._streams = [*graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size, pinned_size,
                          self.lasso, self.box, self.corner_tap, self.graph_pointer, self.view_pointer, self.view_lasso, self.view_tap]  # fmt: skip
-        studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
-        self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
 
     def decision_graph(self) -> hv.Overlay:
         centers = hv.DynamicMap(self._graph_centers, streams=[self.graph_revision])
@@ -195,6 +216,7 @@ class SessionPlots:
         for watcher in self._watchers:
             self.studio.param.unwatch(watcher)
         self._last_images.clear()  # the images (and a selection mask) go now, not when the page's cycle is collected
+        self._next_images.clear()
 
     def _ring(self, plot: str, moved_by: list[str]) -> hv.DynamicMap:
         """The ring around the pointed point, redrawn when another point is pointed at or, while one is, when the
@@ -216,37 +238,70 @@ class SessionPlots:
     def _graph_image(self, revision, selected, x_range, y_range, width, height, scale=1.0):
         if not self.session.loaded:  # DPC not shown since the data set changed: it loads when chosen again
             return hv.RGB(np.zeros((1, 1, 4), np.uint8), kdims=["rho", "delta"], vdims=list("RGBA"))
-        x, y = self._graph_coordinates()
-        # the points lassoed in the 2-D view drawn larger, over the others
-        image = self._shaded("decision graph", (revision, selected), x, y, x_range, y_range, width, height, ("rho", "delta"),
-                             lambda: (self.session.labels(), selected))  # fmt: skip
-        log = "log₁₀ " if self.session.log_axes else ""
-        return image.opts(xlabel=f"{log}ρ (local density)", ylabel=f"{log}δ (distance to a denser point)")
+        return self._shaded("decision graph", *self._graph_job(revision, selected, x_range, y_range, width, height))
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
+        return self._shaded("2-D view", *self._view_job(revision, x_axis, y_axis, x_range, y_range, width, height))
+
+    def _graph_job(self, revision, selected, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
+        x, y = self._graph_coordinates()
+        log = "log₁₀ " if self.session.log_axes else ""
+        names = (hv.Dimension("rho", label=f"{log}ρ (local density)"), hv.Dimension("delta", label=f"{log}δ (distance to a denser point)"))
+        # the points lassoed in the 2-D view drawn larger, over the others
+        return self._job("decision graph", (revision, selected, log), x, y, x_range, y_range, width, height, names,
+                         lambda: (self.session.labels(), selected))  # fmt: skip
+
+    def _view_job(self, revision, x_axis, y_axis, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
         studio = self.studio
         x, y = studio.dataset.axis_values(x_axis), studio.dataset.axis_values(y_axis)
-        return self._shaded("2-D view", (revision, x_axis, y_axis), x, y, x_range, y_range, width, height, view_dims(x_axis, y_axis),
-                            lambda: (studio.labels(), studio.large_points()))  # fmt: skip
+        return self._job("2-D view", (revision, x_axis, y_axis), x, y, x_range, y_range, width, height, view_dims(x_axis, y_axis),
+                         lambda: (studio.labels(), studio.large_points()))  # fmt: skip
 
-    def _shaded(self, plot: str, key: tuple, x, y, x_range, y_range, width, height, names, colours) -> hv.RGB:
-        """``shade_categories`` of a plot's points, ``colours()`` giving (labels, large), timed; or the plot's last
-        image when asked for the same one again (``key``: the stream values it depends on besides ranges and size):
-        HoloViews draws each plot twice as a page is first made, without ranges and then with those it drew."""
+    def _job(self, plot: str, key: tuple, x, y, x_range, y_range, width, height, names, colours) -> tuple[tuple, Callable[[], hv.RGB]]:
+        """(key, shade): ``shade()`` makes the plot's image, ``shade_categories`` of its points with ``colours()``
+        giving (labels, large), timed; ``key`` is what the image depends on (``key`` given: the stream values it
+        depends on besides ranges and size)."""
         ranges = _padded(x, x_range, width), _padded(y, y_range, height)
-        key = (*key, *ranges, width, height)
+
+        def shade() -> hv.RGB:
+            started = time.perf_counter()
+            labels, large = colours()
+            image = shade_categories(x, y, labels, *ranges, width, height, names, large=large)
+            self.render_seconds[plot] = time.perf_counter() - started
+            return image
+
+        return (*key, *ranges, width, height), shade
+
+    def _shaded(self, plot: str, key: tuple, shade: Callable[[], hv.RGB]) -> hv.RGB:
+        """The plot's image for ``key``: its last one when asked for the same again (HoloViews draws each plot twice
+        as a page is first made, without ranges and then with those it drew), the one shaded ahead for it, or
+        ``shade()``."""
+        self._drawn.add(plot)
         last_key, last_image = self._last_images.get(plot, ((), None))
-        # arrays (a selection) by identity: the key holds them, so an id is never reused while compared
-        if len(last_key) == len(key) and all(a is b if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
-                                             for a, b in zip(last_key, key)):  # fmt: skip
+        if _same(last_key, key):
             return last_image
-        started = time.perf_counter()
-        labels, large = colours()
-        image = shade_categories(x, y, labels, *ranges, width, height, names, large=large)
-        self.render_seconds[plot] = time.perf_counter() - started
+        next_key, next_image = self._next_images.pop(plot, ((), None))
+        image = next_image.result() if _same(next_key, key) else shade()
         self.on_render()
         self._last_images[plot] = (key, image)
         return image
+
+    def _shade_ahead(self, plot: str) -> None:
+        """Start shading a plot's next image on a worker thread as soon as what it shows changes (in the thread
+        that changed it, before HoloViews hears of it): its redraw, which HoloViews runs on the event loop one plot
+        after the other, then only takes it, and the two plots are shaded at once."""
+        if plot not in self._drawn:
+            return
+        if plot == "decision graph":
+            if not self.session.loaded:
+                return
+            stream_values = (self.session.revision, self.studio.selected)
+            job = self._graph_job(*stream_values, *_ranges_and_size(self.graph_ranges, self.graph_size))
+        else:
+            stream_values = (self.studio.revision, self.studio.x_axis, self.studio.y_axis)
+            job = self._view_job(*stream_values, *_ranges_and_size(self.view_ranges, self.view_size))
+        key, shade = job
+        self._next_images[plot] = (key, _SHADING.submit(shade))
 
     def _pinned_image(self, pinned, x_axis, y_axis, width, height, scale=1.0):
         dims = view_dims(x_axis, y_axis)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import datashader as ds
 import datashader.transfer_functions as tf
 import holoviews as hv
@@ -87,9 +89,16 @@ def test_shading_counts_equals_datashaders_shade(rng):
 
 def test_a_plot_is_shaded_again_only_when_what_it_shows_changed(monkeypatch):
     """HoloViews asks for each image twice as a plot is first made (without ranges, then with the ones drawn):
-    shaded once; then once per change of labels, zoom or selection, and not for the same zoom again."""
-    shaded = []
-    monkeypatch.setattr(plots_module, "shade_categories", lambda *args, **kwargs: shaded.append(args[7]) or shade_categories(*args, **kwargs))
+    shaded once; then once per change of labels, zoom or selection, and not for the same zoom again. A change of
+    the state is shaded ahead on the shading threads (the redraw takes that image); a zoom where it is asked for."""
+    shaded, threads = [], []
+
+    def shade(*args, **kwargs):
+        shaded.append(args[7])
+        threads.append(threading.current_thread().name.split("_")[0])
+        return shade_categories(*args, **kwargs)
+
+    monkeypatch.setattr(plots_module, "shade_categories", shade)
     studio = Studio()
     studio.load(DatasetCache(backend="cpu").sample("blobs"))
     plots = SessionPlots(studio)
@@ -104,3 +113,4 @@ def test_a_plot_is_shaded_again_only_when_what_it_shows_changed(monkeypatch):
     with param.edit_constant(studio):
         studio.selected = np.arange(studio.dataset.n_points) < 10  # the lassoed points drawn larger on the graph
     assert shaded[5:] == [("rho", "delta")]
+    assert threads == ["MainThread"] * 2 + ["dpstudio-shading"] * 2 + ["MainThread", "dpstudio-shading"]
