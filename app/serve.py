@@ -10,6 +10,7 @@ from functools import partial
 
 import numpy as np
 import panel as pn
+from holoviews.plotting.bokeh import BokehRenderer
 from tornado.ioloop import IOLoop
 
 from dpstudio import sample_data
@@ -109,6 +110,9 @@ def serve(
     port = port or free_port(address)
     host = "localhost" if address in WILDCARD_ADDRESSES else address
     pn.extension(notifications=False)
+    # The plots draw an image and at most a few thousand glyphs, where WebGL gains nothing; and in a browser
+    # without a GPU (software GL) every repaint of a WebGL plot copies its whole GL canvas: 50 ms a plot
+    BokehRenderer.webgl = False
     # what is alive now (libraries, compiled kernels and, in one process, the warm data set) lives as long as the
     # server: out of the garbage collector's sight, a full collection (0.1-0.4 s, several per page load) traverses
     # only the sessions' objects; before pn.serve, which forks the --num-procs workers, as Python's docs advise

@@ -86,6 +86,14 @@ def test_lasso_on_the_decision_graph_relabels_the_points(page: Page, server):
     expect(page.locator(ROWS)).to_have_count(5, timeout=TIMEOUT_MS)
 
 
+def test_the_plots_draw_on_a_2d_canvas(page: Page, server):
+    """Not WebGL: the plots draw an image and a few markers, and in a browser without a GPU every repaint of a
+    WebGL plot copies its whole canvas (most of a redraw's time in this headless Chromium)."""
+    open_app(page, server.url)
+    backends = page.evaluate("""() => [...Bokeh.documents[0].all_models].filter(m => m.type === "Figure").map(m => m.output_backend)""")
+    assert backends and set(backends) == {"canvas"}
+
+
 def test_moving_the_dc_slider_recomputes_rho(page: Page, server):
     open_app(page, server.url)
     graph = plot_canvas(page, "Decision graph")
