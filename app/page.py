@@ -46,6 +46,7 @@ log = logging.getLogger("dpstudio")
 YOUR_FILE = "{} (your file)"  # the data-set choice for the last uploaded or served file
 UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
+BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker ones show their result instead
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
@@ -72,6 +73,17 @@ class Activity:
     progress: pn.indicators.Progress = field(
         default_factory=lambda: pn.indicators.Progress(active=False, visible=False, sizing_mode="stretch_width", max=100))
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    text: str = ""  # what the busy line says once shown: the action, then its last progress report
+    fraction: float = -1.0  # its last progress report (-1: none yet, the bar runs without a value)
+
+    def show(self) -> None:
+        self.busy.object, self.progress.value = self.text, round(100 * self.fraction) if self.fraction >= 0 else -1
+        self.busy.visible = self.progress.visible = True
+
+    def report(self, text: str, fraction: float) -> None:
+        self.text, self.fraction = text, fraction
+        if self.busy.visible:
+            self.show()
 
 
 class StudioPage:
@@ -388,10 +400,10 @@ class StudioPage:
         async with activity.lock:
             if not keep_alert:
                 self.alert.visible = False
-            if not quiet:
-                activity.busy.object, activity.busy.visible = f"**{label}…**", True
-                activity.progress.value, activity.progress.visible = -1, True
             loop = asyncio.get_running_loop()
+            activity.text, activity.fraction = f"**{label}…**", -1.0
+            # shown only for work that lasts: on a short one it would only flash, and lay the page out twice
+            shown = None if quiet else loop.call_later(BUSY_AFTER, activity.show)
             report = partial(loop.call_soon_threadsafe, partial(self._show_progress, activity))
             try:
                 if "progress" in _parameters(action):
@@ -407,6 +419,8 @@ class StudioPage:
                 self._show_method()
                 return False
             finally:
+                if shown is not None:
+                    shown.cancel()
                 activity.busy.visible = activity.progress.visible = False
 
     def open_query(self, params: dict[str, str]) -> None:
@@ -521,8 +535,7 @@ class StudioPage:
 
     # showing the state --------------------------------------------------------------------------------------
     def _show_progress(self, activity: Activity, phase: str, fraction: float) -> None:
-        activity.busy.object = f"**{PHASES.get(phase, phase)}… {100 * fraction:.0f}%**"
-        activity.progress.value = int(100 * fraction)
+        activity.report(f"**{PHASES.get(phase, phase)}… {100 * fraction:.0f}%**", fraction)
 
     def _show_dataset(self) -> None:
         dataset = self.studio.dataset

@@ -1,0 +1,42 @@
+"""The page's own logic without a browser: how an action shows that it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import panel as pn
+import pytest
+
+from dpstudio.app import page as page_module
+from dpstudio.app.page import PageSettings, StudioPage
+
+
+@pytest.fixture(scope="module")
+def page(cache):
+    pn.extension(notifications=False)  # as the server does
+    return StudioPage(cache, PageSettings(), cache.sample("blobs"))
+
+
+def busy_while(page: StudioPage, seconds: float, report=None) -> tuple[bool, str]:
+    """Run an action of ``seconds`` (reporting ``report`` = (phase, fraction) first, if given) on the page;
+    whether its busy line was shown, and what it said, at the action's end."""
+    seen = []
+
+    def action(progress=None):
+        if report is not None:
+            progress(*report)
+        time.sleep(seconds)
+        seen.append((page.work.busy.visible and page.work.progress.visible, page.work.busy.object))
+
+    assert asyncio.run(page.run("Waiting", action))
+    return seen[0]
+
+
+def test_a_quick_action_shows_no_progress_and_a_long_one_shows_its_last_report(page, monkeypatch):
+    monkeypatch.setattr(page_module, "BUSY_AFTER", 0.2)
+    assert busy_while(page, 0.0)[0] is False  # a quick action: its result is the feedback, no busy line flashes
+    assert busy_while(page, 0.6) == (True, "**Waiting…**")
+    shown, text = busy_while(page, 0.6, report=("rho", 0.4))  # a report before the line is shown is what it says
+    assert shown and text == "**Computing ρ… 40%**" and page.work.progress.value == 40
+    assert not page.work.busy.visible and not page.work.progress.visible  # hidden again when the action is over
