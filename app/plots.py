@@ -8,6 +8,7 @@ cluster colours, and DBSCAN's core points are drawn larger than its border point
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,6 +19,7 @@ import datashader.transfer_functions as tf
 import holoviews as hv
 import numpy as np
 import pandas as pd
+import param
 import xarray as xr
 from datashader.colors import rgb
 
@@ -27,6 +29,7 @@ from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
 MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
+log = logging.getLogger("dpstudio")
 _SHADING = ThreadPoolExecutor(2, thread_name_prefix="dpstudio-shading")  # both plots of a change at once
 
 
@@ -45,13 +48,10 @@ POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_
 
 
 def colour_codes(labels: np.ndarray) -> pd.Categorical:
-    """Categorical colour code per point (datashader's count_cat needs a categorical column), with only the
-    colours in use as categories: shading costs a pass per category over every pixel."""
-    codes = np.where(labels < 0, 0, labels % len(CLUSTER_COLOURS) + 1)
-    used = np.flatnonzero(np.bincount(codes, minlength=len(PALETTE)))
-    compact = np.zeros(len(PALETTE), np.int8)
-    compact[used] = np.arange(len(used))
-    return pd.Categorical.from_codes(compact[codes], categories=[CATEGORIES[code] for code in used])
+    """Categorical colour code per point (datashader's count_cat needs a categorical column), over the whole
+    palette: datashader compiles its aggregation for each number of categories (half a second each, at the first
+    relabel to a new number of colours), and the unused ones cost 5-15 ms a shading."""
+    return pd.Categorical.from_codes(np.where(labels < 0, 0, labels % len(CLUSTER_COLOURS) + 1).astype(np.int8), categories=CATEGORIES)
 
 
 def cluster_colour(label: int) -> str:
@@ -66,7 +66,7 @@ def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, na
     frame = pd.DataFrame({"x": x, "y": y, "colour": colour_codes(labels)})
     canvas = ds.Canvas(plot_width=int(width), plot_height=int(height), x_range=x_range, y_range=y_range)
     counts = canvas.points(frame, "x", "y", ds.count_cat("colour"))
-    image = shade_counts(counts, [PALETTE[int(code)] for code in frame["colour"].cat.categories])
+    image = shade_counts(counts, list(PALETTE))
     if large is None:
         image = tf.dynspread(image, threshold=0.5, max_px=4)
     else:  # shaded once (shading is most of the time); large points' pixels spread 2 px over the others' 1 px
@@ -145,17 +145,15 @@ class SessionPlots:
         self._last_images: dict[str, tuple[tuple, hv.RGB]] = {}  # each plot's last (key, image): see _shaded
         self._next_images: dict[str, tuple[tuple, Future]] = {}  # each plot's image being shaded ahead: see _shade_ahead
         self._drawn: set[str] = set()  # plots on a page: only those are shaded ahead
-        self._watchers: list = []  # on the studio, removed by close()
+        self._watchers: list[tuple] = []  # (owner, watcher) on the studio and the session, removed by close()
         self.graph_ranges = hv.streams.RangeXY()
         self.view_ranges = hv.streams.RangeXY()
         self.graph_size, self.view_size = size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
-        # before the streams' own watchers: new data resets the zoom first, then the images are shaded ahead (on the
-        # revisions only: they are bumped once a change is whole, while an axis may change before its data set does)
-        studio.param.watch(self._reset_zoom, ["dataset", "x_axis", "y_axis"])
-        self.session.param.watch(lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
-        self._watchers.append(studio.param.watch(lambda *e: self._shade_ahead("2-D view"), ["revision"]))
-        self._watchers.append(studio.param.watch(lambda *e: self._shade_ahead("decision graph"), ["selected"]))
-        self.session.param.watch(lambda *e: self._shade_ahead("decision graph"), ["revision"])
+        # before the streams' own watchers (and first of a batched update's, which start with the data set): new data
+        # resets the zoom, then the images are shaded ahead
+        self._watch(studio, self._studio_changed, ["dataset", "x_axis", "y_axis", "revision", "selected"])
+        self._watch(self.session, lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
+        self._watch(self.session, lambda *e: self._shade_ahead("decision graph"), ["revision"])
         # one stream per watched set, shared by every layer that redraws on it: HoloViews then updates the overlay
         # once per change, not once per layer (each update walks the whole overlay)
         self.graph_revision = hv.streams.Params(self.session, ["revision"])
@@ -213,8 +211,10 @@ class SessionPlots:
         and its page would outlive the browser session."""
         for stream in self._streams:
             stream.source = None
-        for watcher in self._watchers:
-            self.studio.param.unwatch(watcher)
+        for owner, watcher in self._watchers:
+            owner.param.unwatch(watcher)
+        for _, image in self._next_images.values():
+            image.cancel()
         self._last_images.clear()  # the images (and a selection mask) go now, not when the page's cycle is collected
         self._next_images.clear()
 
@@ -227,8 +227,11 @@ class SessionPlots:
             if self.studio.pointed is not None or any(event.name == "pointed" for event in events):
                 changed.event()
 
-        self._watchers.append(self.studio.param.watch(moved, ["pointed", *moved_by]))
+        self._watch(self.studio, moved, ["pointed", *moved_by])
         return hv.DynamicMap(lambda counter: self._pointed(plot, self.studio.pointed), streams=[changed])
+
+    def _watch(self, owner: param.Parameterized, callback, names: list[str]) -> None:
+        self._watchers.append((owner, owner.param.watch(callback, names)))
 
     def _stream(self, stream: hv.streams.Stream) -> hv.streams.Stream:
         self._streams.append(stream)
@@ -258,14 +261,14 @@ class SessionPlots:
                          lambda: (studio.labels(), studio.large_points()))  # fmt: skip
 
     def _job(self, plot: str, key: tuple, x, y, x_range, y_range, width, height, names, colours) -> tuple[tuple, Callable[[], hv.RGB]]:
-        """(key, shade): ``shade()`` makes the plot's image, ``shade_categories`` of its points with ``colours()``
-        giving (labels, large), timed; ``key`` is what the image depends on (``key`` given: the stream values it
-        depends on besides ranges and size)."""
+        """(key, shade): ``shade()`` makes the plot's image, ``shade_categories`` of its points coloured by
+        ``colours()`` = (labels, large), timed; ``key`` is what the image depends on (``key`` given: the stream
+        values it depends on besides ranges and size)."""
         ranges = _padded(x, x_range, width), _padded(y, y_range, height)
+        labels, large = colours()  # now, with the points: the state may change again before the shading starts
 
         def shade() -> hv.RGB:
             started = time.perf_counter()
-            labels, large = colours()
             image = shade_categories(x, y, labels, *ranges, width, height, names, large=large)
             self.render_seconds[plot] = time.perf_counter() - started
             return image
@@ -280,27 +283,53 @@ class SessionPlots:
         last_key, last_image = self._last_images.get(plot, ((), None))
         if _same(last_key, key):
             return last_image
-        next_key, next_image = self._next_images.pop(plot, ((), None))
-        image = next_image.result() if _same(next_key, key) else shade()
+        next_key, next_image = self._next_images.get(plot, ((), None))
+        if _same(next_key, key):
+            del self._next_images[plot]
+            try:
+                image = next_image.result()
+            except Exception:  # shaded ahead from a state that was still changing (a selection of the old points)
+                image = shade()
+        else:
+            image = shade()
         self.on_render()
         self._last_images[plot] = (key, image)
         return image
 
+    def _studio_changed(self, *events) -> None:
+        changed = {event.name for event in events}
+        if changed & {"dataset", "x_axis", "y_axis"}:  # new data or axes: the old zoom means nothing
+            for ranges in (self.graph_ranges, self.view_ranges):
+                ranges.reset()
+        if "revision" in changed:
+            self._shade_ahead("2-D view")
+        if changed & {"revision", "selected"}:  # the graph too: an edit reset its zoom and selection after DPC's revision
+            self._shade_ahead("decision graph")
+
     def _shade_ahead(self, plot: str) -> None:
-        """Start shading a plot's next image on a worker thread as soon as what it shows changes (in the thread
+        """Start shading a plot's next image on a shading thread as soon as what it shows changes (in the thread
         that changed it, before HoloViews hears of it): its redraw, which HoloViews runs on the event loop one plot
-        after the other, then only takes it, and the two plots are shaded at once."""
+        after the other, then only takes it, and the two plots are shaded at once. Nothing is lost if this fails:
+        the redraw shades."""
         if plot not in self._drawn:
             return
-        if plot == "decision graph":
-            if not self.session.loaded:
-                return
-            stream_values = (self.session.revision, self.studio.selected)
-            job = self._graph_job(*stream_values, *_ranges_and_size(self.graph_ranges, self.graph_size))
-        else:
-            stream_values = (self.studio.revision, self.studio.x_axis, self.studio.y_axis)
-            job = self._view_job(*stream_values, *_ranges_and_size(self.view_ranges, self.view_size))
-        key, shade = job
+        if plot == "decision graph" and (not self.session.loaded or self.session.dataset is not self.studio.dataset):
+            return  # not shown, or edited points the studio is about to show (with the zoom and selection reset)
+        try:
+            if plot == "decision graph":
+                stream_values = (self.session.revision, self.studio.selected)
+                key, shade = self._graph_job(*stream_values, *_ranges_and_size(self.graph_ranges, self.graph_size))
+            else:
+                stream_values = (self.studio.revision, self.studio.x_axis, self.studio.y_axis)
+                key, shade = self._view_job(*stream_values, *_ranges_and_size(self.view_ranges, self.view_size))
+        except Exception:
+            log.warning("the %s was not shaded ahead", plot, exc_info=True)
+            return
+        next_key, next_image = self._next_images.get(plot, ((), None))
+        if _same(key, next_key) or _same(key, self._last_images.get(plot, ((), None))[0]):
+            return
+        if next_image is not None:
+            next_image.cancel()  # superseded: not shaded at all if it has not started
         self._next_images[plot] = (key, _SHADING.submit(shade))
 
     def _pinned_image(self, pinned, x_axis, y_axis, width, height, scale=1.0):
@@ -358,11 +387,6 @@ class SessionPlots:
             "colour": np.array([cluster_colour(c) for c in clusters], object),  # strings even when empty (BokehJS)
         })  # fmt: skip
         return hv.Points(frame, list(names), ["cluster", "row", "colour"])
-
-    def _reset_zoom(self, *events) -> None:
-        """New data or axes: the old zoom means nothing, show the whole extent again."""
-        for ranges in (self.graph_ranges, self.view_ranges):
-            ranges.reset()
 
 
 def _select_on_markers_only(plot, element) -> None:

@@ -19,7 +19,7 @@ from dpstudio.engine import DensityPeaks
 from .datasets import Dataset, DatasetCache
 from .document import callbacks_from_threads_never_held, walks_only_when_changed
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
-from .plots import shade_categories
+from .plots import PLOT_SIZE, shade_categories
 
 log = logging.getLogger("dpstudio")
 WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
@@ -67,7 +67,8 @@ def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
     """Load the first data set with its index and first dc, and compile datashader's kernels, before the first visitor."""
     dataset = initial_dataset(cache, settings)
     DensityPeaks(dc_percent=settings.dc_percent).fit(dataset.indexed)
-    shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, 8, 8, ("x", "y"))
+    for large in (None, np.array([True, False])):  # both ways of spreading (DBSCAN's core points drawn larger)
+        shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, *PLOT_SIZE, ("x", "y"), large=large)
 
 
 def websocket_origins(address: str, port: int, extra: list[str]) -> list[str]:

@@ -114,3 +114,52 @@ def test_a_plot_is_shaded_again_only_when_what_it_shows_changed(monkeypatch):
         studio.selected = np.arange(studio.dataset.n_points) < 10  # the lassoed points drawn larger on the graph
     assert shaded[5:] == [("rho", "delta")]
     assert threads == ["MainThread"] * 2 + ["dpstudio-shading"] * 2 + ["MainThread", "dpstudio-shading"]
+    plots.close()  # the session's page is gone: nothing is shaded ahead for it any more
+    studio.dpc.pick_count(3)
+    assert "dpstudio-shading" not in threads[6:]
+
+
+def shaded_ahead(plots: SessionPlots) -> None:
+    """Wait for the images being shaded ahead."""
+    for _, image in list(plots._next_images.values()):
+        image.result()
+
+
+def test_an_edit_shades_each_plot_ahead_once_with_the_zoom_and_selection_reset(monkeypatch):
+    """Points added: DPC's revision comes before the studio's new data set (whose zoom and selection are reset);
+    each plot is shaded ahead once, from the state the redraw then sees, and the redraw takes that image. (Not
+    through HoloViews: outside a server it would redraw at once, mid-change, where a server's page waits.)"""
+    threads = []
+
+    def shade(*args, **kwargs):
+        threads.append(threading.current_thread().name.split("_")[0])
+        return shade_categories(*args, **kwargs)
+
+    monkeypatch.setattr(plots_module, "shade_categories", shade)
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    plots._drawn.update(["decision graph", "2-D view"])  # as if on a page
+    plots.graph_ranges.event(x_range=(0.0, 50.0), y_range=(0.0, 5.0))  # zoomed in
+    with param.edit_constant(studio):
+        studio.selected = np.arange(studio.dataset.n_points) < 10  # and points lassoed
+    shaded_ahead(plots)
+    threads.clear()
+    studio.add_point(0.0, 0.0)
+    shaded_ahead(plots)
+    assert threads == ["dpstudio-shading"] * 2  # one image each, on the shading threads
+    size = (plots.graph_size.width, plots.graph_size.height)
+    graph = plots._graph_image(studio.dpc.revision, studio.selected, plots.graph_ranges.x_range, plots.graph_ranges.y_range, *size)
+    view = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, None, None, *size)
+    assert threads == ["dpstudio-shading"] * 2  # the redraws took them
+    assert graph.data.shape[:2] == view.data.shape[:2] == (size[1], size[0])
+    assert studio.selected is None and plots.graph_ranges.x_range is None
+
+
+def test_the_decision_graphs_axes_say_what_they_show():
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plot = hv.renderer("bokeh").get_plot(SessionPlots(studio).decision_graph()).state
+    assert (plot.xaxis[0].axis_label, plot.yaxis[0].axis_label) == ("ρ (local density)", "δ (distance to a denser point)")
+    studio.dpc.set_log_axes(True)
+    assert (plot.xaxis[0].axis_label, plot.yaxis[0].axis_label) == ("log₁₀ ρ (local density)", "log₁₀ δ (distance to a denser point)")
