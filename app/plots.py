@@ -120,6 +120,15 @@ def _same(key: tuple, other: tuple) -> bool:
                                           for a, b in zip(key, other))  # fmt: skip
 
 
+def _edited(old, new) -> bool:
+    """Whether data set ``new`` is ``old`` with points added or deleted (``Dataset.edited``), or the other way."""
+    return old is not None and new is not None and _original(old) is _original(new)
+
+
+def _original(dataset):
+    return dataset if dataset.base is None else dataset.base
+
+
 def _ranges_and_size(ranges: hv.streams.RangeXY, size: hv.streams.PlotSize) -> tuple:
     """A plot's stream values as its DynamicMap's callback receives them."""
     return ranges.x_range, ranges.y_range, size.width, size.height
@@ -297,13 +306,16 @@ class SessionPlots:
         return image
 
     def _studio_changed(self, *events) -> None:
-        changed = {event.name for event in events}
-        if changed & {"dataset", "x_axis", "y_axis"}:  # new data or axes: the old zoom means nothing
-            for ranges in (self.graph_ranges, self.view_ranges):
-                ranges.reset()
+        changed = {event.name: event for event in events}
+        # other data or axes: the old zoom means nothing (points added or deleted keep it: a teacher zoomed in to add one)
+        if "dataset" in changed and not _edited(changed["dataset"].old, changed["dataset"].new):
+            self.graph_ranges.reset()
+            self.view_ranges.reset()
+        elif changed.keys() & {"x_axis", "y_axis"}:
+            self.view_ranges.reset()
         if "revision" in changed:
             self._shade_ahead("2-D view")
-        if changed & {"revision", "selected"}:  # the graph too: an edit reset its zoom and selection after DPC's revision
+        if changed.keys() & {"revision", "selected"}:  # the graph too: an edit's selection is cleared after DPC's revision
             self._shade_ahead("decision graph")
 
     def _shade_ahead(self, plot: str) -> None:
@@ -311,10 +323,8 @@ class SessionPlots:
         that changed it, before HoloViews hears of it): its redraw, which HoloViews runs on the event loop one plot
         after the other, then only takes it, and the two plots are shaded at once. Nothing is lost if this fails:
         the redraw shades."""
-        if plot not in self._drawn:
+        if plot not in self._drawn or (plot == "decision graph" and not self.session.loaded):
             return
-        if plot == "decision graph" and (not self.session.loaded or self.session.dataset is not self.studio.dataset):
-            return  # not shown, or edited points the studio is about to show (with the zoom and selection reset)
         try:
             if plot == "decision graph":
                 stream_values = (self.session.revision, self.studio.selected)

@@ -125,10 +125,10 @@ def shaded_ahead(plots: SessionPlots) -> None:
         image.result()
 
 
-def test_an_edit_shades_each_plot_ahead_once_with_the_zoom_and_selection_reset(monkeypatch):
-    """Points added: DPC's revision comes before the studio's new data set (whose zoom and selection are reset);
-    each plot is shaded ahead once, from the state the redraw then sees, and the redraw takes that image. (Not
-    through HoloViews: outside a server it would redraw at once, mid-change, where a server's page waits.)"""
+def test_an_edit_keeps_the_zoom_and_its_redraw_takes_the_images_shaded_ahead(monkeypatch):
+    """Points added: each plot is shaded ahead from the state its redraw then sees (the zoom kept: a teacher zooms in
+    to add a point), and the redraw takes that image. (Not through HoloViews: outside a server it would redraw at
+    once, mid-change, where a server's page waits.) Another data set shows its whole extent again."""
     threads = []
 
     def shade(*args, **kwargs):
@@ -136,24 +136,27 @@ def test_an_edit_shades_each_plot_ahead_once_with_the_zoom_and_selection_reset(m
         return shade_categories(*args, **kwargs)
 
     monkeypatch.setattr(plots_module, "shade_categories", shade)
+    cache = DatasetCache(backend="cpu")
     studio = Studio()
-    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    studio.load(cache.sample("blobs"))
     plots = SessionPlots(studio)
     plots._drawn.update(["decision graph", "2-D view"])  # as if on a page
-    plots.graph_ranges.event(x_range=(0.0, 50.0), y_range=(0.0, 5.0))  # zoomed in
-    with param.edit_constant(studio):
-        studio.selected = np.arange(studio.dataset.n_points) < 10  # and points lassoed
+    zoom = {"x_range": (0.0, 5.0), "y_range": (0.0, 4.0)}
+    plots.graph_ranges.event(**zoom)
+    plots.view_ranges.event(**zoom)
     shaded_ahead(plots)
     threads.clear()
-    studio.add_point(0.0, 0.0)
+    studio.add_point(1.0, 1.0)
     shaded_ahead(plots)
     assert threads == ["dpstudio-shading"] * 2  # one image each, on the shading threads
     size = (plots.graph_size.width, plots.graph_size.height)
-    graph = plots._graph_image(studio.dpc.revision, studio.selected, plots.graph_ranges.x_range, plots.graph_ranges.y_range, *size)
-    view = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, None, None, *size)
+    graph = plots._graph_image(studio.dpc.revision, studio.selected, *zoom.values(), *size)
+    view = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, *zoom.values(), *size)
     assert threads == ["dpstudio-shading"] * 2  # the redraws took them
     assert graph.data.shape[:2] == view.data.shape[:2] == (size[1], size[0])
-    assert studio.selected is None and plots.graph_ranges.x_range is None
+    assert plots.graph_ranges.x_range == plots.view_ranges.x_range == zoom["x_range"]
+    studio.load(cache.sample("moons"))
+    assert plots.graph_ranges.x_range is None and plots.view_ranges.x_range is None
 
 
 def test_the_decision_graphs_axes_say_what_they_show():
