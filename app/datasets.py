@@ -47,6 +47,11 @@ class Dataset:
         return self.indexed.n_points
 
     @property
+    def original(self) -> Dataset:
+        """The shared data set this one is, or was edited from."""
+        return self if self.base is None else self.base
+
+    @property
     def axes(self) -> tuple[str, ...]:
         """Names the 2-D view can show: every feature column, the principal components, then any embedding."""
         return (*self.points.columns, *PCA_AXES, *(f"{name} {k}" for name in self.embeddings for k in (1, 2)))
@@ -63,7 +68,7 @@ class Dataset:
         end for a new point; by default the engine's arrival order (``indexed.rows``), and a given one becomes the
         engine's, so that points inserted later count on past both. Points keep their file rows; new ones count on
         past the file's last row. There is no ground truth for the new points, nor another reading of the source."""
-        base = self.base or self
+        base = self.original
         first, file_rows = base.n_points, base.points.rows
         if order is not None:
             indexed.number_rows(order, max(first, int(order.max(initial=-1)) + 1))

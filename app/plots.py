@@ -122,11 +122,7 @@ def _same(key: tuple, other: tuple) -> bool:
 
 def _edited(old, new) -> bool:
     """Whether data set ``new`` is ``old`` with points added or deleted (``Dataset.edited``), or the other way."""
-    return old is not None and new is not None and _original(old) is _original(new)
-
-
-def _original(dataset):
-    return dataset if dataset.base is None else dataset.base
+    return old is not None and new is not None and old.original is new.original
 
 
 def _ranges_and_size(ranges: hv.streams.RangeXY, size: hv.streams.PlotSize) -> tuple:
@@ -257,10 +253,10 @@ class SessionPlots:
 
     def _graph_job(self, revision, selected, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
         x, y = self._graph_coordinates()
-        log = "log₁₀ " if self.session.log_axes else ""
-        names = (hv.Dimension("rho", label=f"{log}ρ (local density)"), hv.Dimension("delta", label=f"{log}δ (distance to a denser point)"))
+        prefix = "log₁₀ " if self.session.log_axes else ""
+        names = (hv.Dimension("rho", label=f"{prefix}ρ (local density)"), hv.Dimension("delta", label=f"{prefix}δ (distance to a denser point)"))
         # the points lassoed in the 2-D view drawn larger, over the others
-        return self._job("decision graph", (revision, selected, log), x, y, x_range, y_range, width, height, names,
+        return self._job("decision graph", (revision, selected, prefix), x, y, x_range, y_range, width, height, names,
                          lambda: (self.session.labels(), selected))  # fmt: skip
 
     def _view_job(self, revision, x_axis, y_axis, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
@@ -326,12 +322,12 @@ class SessionPlots:
         if plot not in self._drawn or (plot == "decision graph" and not self.session.loaded):
             return
         try:
-            if plot == "decision graph":
-                stream_values = (self.session.revision, self.studio.selected)
-                key, shade = self._graph_job(*stream_values, *_ranges_and_size(self.graph_ranges, self.graph_size))
+            if plot == "decision graph":  # the stream values its DynamicMap's callback will receive
+                key, shade = self._graph_job(self.session.revision, self.studio.selected,
+                                             *_ranges_and_size(self.graph_ranges, self.graph_size))
             else:
-                stream_values = (self.studio.revision, self.studio.x_axis, self.studio.y_axis)
-                key, shade = self._view_job(*stream_values, *_ranges_and_size(self.view_ranges, self.view_size))
+                key, shade = self._view_job(self.studio.revision, self.studio.x_axis, self.studio.y_axis,
+                                            *_ranges_and_size(self.view_ranges, self.view_size))
         except Exception:
             log.warning("the %s was not shaded ahead", plot, exc_info=True)
             return

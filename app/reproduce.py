@@ -83,7 +83,7 @@ def session_document(studio: Studio) -> dict:
     dataset = studio.dataset
     document = {
         "dpstudio_session": SCHEMA,
-        "dataset": {"name": (dataset.base or dataset).name, "sample": sample, "n_points": dataset.n_points,
+        "dataset": {"name": dataset.original.name, "sample": sample, "n_points": dataset.n_points,
                     "features": list(dataset.points.columns), "standardized": dataset.standardized},
         "method": studio.method,
     }
@@ -204,7 +204,7 @@ def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=
     data set shown; then its features, its edited points if any (DPC fitted on them afresh, at the saved dc), each
     method's parameters, and the method last."""
     dataset = document["dataset"]
-    shown = studio.dataset.base or studio.dataset  # a document's points are its file's, edited or not
+    shown = studio.dataset.original  # a document's points are its file's, edited or not
     if not dataset.get("sample") and dataset.get("name") not in (None, shown.name):
         raise ValueError(f"this session is of {dataset.get('name')}; load that file first (shown: {shown.name})")
     if dataset.get("sample") and data_source(studio)[0] != dataset["sample"]:

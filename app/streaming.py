@@ -57,7 +57,7 @@ class Streaming(param.Parameterized):
         """Show the first ``percent`` of the data set's points (at least 2), fitted afresh at the current dc."""
         if percent is None or not 0 < percent < 100:
             raise ValueError(f"the stream starts from a percentage of the points between 0 and 100, got {percent}")
-        source = self.studio.dataset.base or self.studio.dataset
+        source = self.studio.dataset.original
         first = max(2, round(source.n_points * percent / 100))
         dpc = self.studio.dpc
         fresh = DensityPeaks(dc=dpc.dc, kernel=dpc.kernel)
