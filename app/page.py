@@ -9,12 +9,17 @@ An error becomes a message on the page and the session keeps its last good state
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib.util
 import inspect
 import io
 import logging
 import math
+import os
+import sys
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -53,9 +58,21 @@ METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
+ENGINE_NICENESS = 10  # the engine's threads yield the cores to the pages': other sessions open and answer meanwhile
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
+
+
+def _behind_the_page() -> None:
+    """Lower this thread's scheduling priority (Linux: per thread; the Numba threads it starts inherit it), so that
+    a long computation takes the cores only when no session's page needs them."""
+    if sys.platform == "linux":  # elsewhere a process's priority is the process's, and the page's threads would share it
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + ENGINE_NICENESS, 19))
+
+
+_ENGINE = ThreadPoolExecutor(thread_name_prefix="dpstudio-engine", initializer=_behind_the_page)
 
 
 @dataclass(frozen=True)
@@ -409,7 +426,9 @@ class StudioPage:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
                 with walk_held(pn.state.curdoc if redraw else None):
-                    await asyncio.to_thread(action, *args, **kwargs)
+                    # in the engine's threads, with the session's context (Panel's current document) as to_thread would
+                    run = partial(contextvars.copy_context().run, action, *args, **kwargs)
+                    await loop.run_in_executor(_ENGINE, run)
                 return True
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
                 log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))

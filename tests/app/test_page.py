@@ -1,8 +1,12 @@
-"""The page's own logic without a browser: how an action shows that it runs."""
+"""The page's own logic without a browser: where an action runs and how it shows that it runs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import os
+import sys
+import threading
 import time
 
 import panel as pn
@@ -40,3 +44,20 @@ def test_a_quick_action_shows_no_progress_and_a_long_one_shows_its_last_report(p
     shown, text = busy_while(page, 0.6, report=("rho", 0.4))  # a report before the line is shown is what it says
     assert shown and text == "**Computing ρ… 40%**" and page.work.progress.value == 40
     assert not page.work.busy.visible and not page.work.progress.visible  # hidden again when the action is over
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
+def test_actions_run_behind_the_page_with_the_sessions_context(page):
+    """An action runs in an engine thread at a lower priority than the thread that serves pages (so another
+    session's page opens while it computes), and sees the session's context (Panel's current document)."""
+    marker = contextvars.ContextVar("marker")
+    marker.set("this session")
+    seen = {}
+
+    def action():
+        seen["niceness"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        seen["thread"], seen["marker"] = threading.current_thread().name, marker.get(None)
+
+    assert asyncio.run(page.run("Computing", action))
+    assert seen["niceness"] == min(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) + page_module.ENGINE_NICENESS, 19)
+    assert seen["thread"].startswith("dpstudio-engine") and seen["marker"] == "this session"
