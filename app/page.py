@@ -58,7 +58,7 @@ METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
-ENGINE_NICENESS = 10  # the engine's threads yield the cores to the pages': other sessions open and answer meanwhile
+BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
@@ -66,13 +66,13 @@ CSS = """
 
 def _behind_the_page() -> None:
     """Lower this thread's scheduling priority (Linux: per thread; the Numba threads it starts inherit it), so that
-    a long computation takes the cores only when no session's page needs them."""
+    a long build takes the cores only when no session's page, and no redraw, needs them."""
     if sys.platform == "linux":  # elsewhere a process's priority is the process's, and the page's threads would share it
         thread = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + ENGINE_NICENESS, 19))
+        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
 
 
-_ENGINE = ThreadPoolExecutor(thread_name_prefix="dpstudio-engine", initializer=_behind_the_page)
+_BUILDS = ThreadPoolExecutor(thread_name_prefix="dpstudio-build", initializer=_behind_the_page)
 
 
 @dataclass(frozen=True)
@@ -412,7 +412,8 @@ class StudioPage:
         """Run ``action`` in a worker thread with progress shown (not when ``quiet``: a cheap relabel); on failure
         show why and keep the last state. ``keep_alert``: an action that is no answer to an earlier error (the
         mouse moving over a plot) leaves its message on screen. ``redraw``: the action only changes what views
-        already on the page show (it builds none), so Bokeh's walk of the models is held (``document.walk_held``)."""
+        already on the page show (it builds none), so Bokeh's walk of the models is held (``document.walk_held``),
+        and it runs at the page's priority, where loads and builds run behind (``_behind_the_page``)."""
         activity = activity or self.work
         async with activity.lock:
             if not keep_alert:
@@ -426,9 +427,10 @@ class StudioPage:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
                 with walk_held(pn.state.curdoc if redraw else None):
-                    # in the engine's threads, with the session's context (Panel's current document) as to_thread would
+                    # an answer to a gesture on the views at the page's priority; a load or a build behind it. With
+                    # the session's context (Panel's current document), as asyncio.to_thread passes it
                     run = partial(contextvars.copy_context().run, action, *args, **kwargs)
-                    await loop.run_in_executor(_ENGINE, run)
+                    await loop.run_in_executor(None if redraw else _BUILDS, run)
                 return True
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
                 log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))

@@ -47,17 +47,18 @@ def test_a_quick_action_shows_no_progress_and_a_long_one_shows_its_last_report(p
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
-def test_actions_run_behind_the_page_with_the_sessions_context(page):
-    """An action runs in an engine thread at a lower priority than the thread that serves pages (so another
-    session's page opens while it computes), and sees the session's context (Panel's current document)."""
+def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_context(page):
+    """A load or a build runs at a lower priority than the thread that serves pages (so another session's page
+    opens while it computes); an action that only redraws (a relabel, a dc) at the page's own. Both see the
+    session's context (Panel's current document)."""
     marker = contextvars.ContextVar("marker")
     marker.set("this session")
-    seen = {}
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen = []
 
     def action():
-        seen["niceness"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        seen["thread"], seen["marker"] = threading.current_thread().name, marker.get(None)
+        seen.append((os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), marker.get(None)))
 
-    assert asyncio.run(page.run("Computing", action))
-    assert seen["niceness"] == min(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) + page_module.ENGINE_NICENESS, 19)
-    assert seen["thread"].startswith("dpstudio-engine") and seen["marker"] == "this session"
+    assert asyncio.run(page.run("Loading", action))
+    assert asyncio.run(page.run("Relabelling", action, redraw=True))
+    assert seen == [(min(own + page_module.BUILD_NICENESS, 19), "this session"), (own, "this session")]
