@@ -69,7 +69,10 @@ def _behind_the_page() -> None:
     a long build takes the cores only when no session's page, and no redraw, needs them."""
     if sys.platform == "linux":  # elsewhere a process's priority is the process's, and the page's threads would share it
         thread = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
+        try:
+            os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
+        except OSError as exc:  # a sandbox that forbids it: builds then run beside the page, as they did before
+            log.info("builds run at the page's priority: %s", exc)
 
 
 _BUILDS = ThreadPoolExecutor(thread_name_prefix="dpstudio-build", initializer=_behind_the_page)

@@ -62,3 +62,17 @@ def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_cont
     assert asyncio.run(page.run("Loading", action))
     assert asyncio.run(page.run("Relabelling", action, redraw=True))
     assert seen == [(min(own + page_module.BUILD_NICENESS, 19), "this session"), (own, "this session")]
+
+
+def test_a_sandbox_that_forbids_priorities_leaves_builds_beside_the_page(monkeypatch, caplog):
+    """Where setting a thread's priority is refused, a build thread starts anyway (a pool whose initializer fails
+    runs nothing) and says why in the log."""
+
+    def refuse(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(page_module.os, "setpriority", refuse)
+    monkeypatch.setattr(page_module.sys, "platform", "linux")
+    with caplog.at_level("INFO", logger="dpstudio"):
+        page_module._behind_the_page()
+    assert "builds run at the page's priority" in caplog.text
