@@ -65,8 +65,8 @@ CSS = """
 
 
 def _behind_the_page() -> None:
-    """Lower this thread's scheduling priority (Linux: per thread; the Numba threads it starts inherit it), so that
-    a long build takes the cores only when no session's page, and no redraw, needs them."""
+    """Lower this thread's scheduling priority (Linux: per thread; the threads of Numba's OpenMP layer that it starts
+    inherit it), so that a long build takes the cores only when no session's page, and no redraw, needs them."""
     if sys.platform == "linux":  # elsewhere a process's priority is the process's, and the page's threads would share it
         thread = threading.get_native_id()
         try:

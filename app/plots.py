@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,7 +31,18 @@ from .studio import Studio
 HALO_GREY = "#b4b4b4"
 MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
 log = logging.getLogger("dpstudio")
-_SHADING = ThreadPoolExecutor(2, thread_name_prefix="dpstudio-shading")  # both plots of a change at once
+SHADING_THREADS = 2  # both plots of a change at once
+_SHADING = ThreadPoolExecutor(SHADING_THREADS, thread_name_prefix="dpstudio-shading")
+
+
+def start_shading_threads() -> None:
+    """Start the shading threads now, in this thread (the server's main thread, after it forked its workers). A thread
+    takes the priority of the thread that starts it, and the pool starts one at a submit: one started from a load's
+    thread (run behind the page, ``page._behind_the_page``) would shade every later redraw behind it too."""
+    all_started = threading.Barrier(SHADING_THREADS + 1)
+    for _ in range(SHADING_THREADS):
+        _SHADING.submit(all_started.wait)  # a waiting task keeps its thread busy: the next submit starts another
+    all_started.wait()
 
 
 def _is_colourful(colour: str) -> bool:

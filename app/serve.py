@@ -19,7 +19,7 @@ from dpstudio.engine import DensityPeaks
 from .datasets import Dataset, DatasetCache
 from .document import callbacks_from_threads_never_held, walks_only_when_changed
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
-from .plots import PLOT_SIZE, shade_categories
+from .plots import PLOT_SIZE, shade_categories, start_shading_threads
 
 log = logging.getLogger("dpstudio")
 WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
@@ -124,6 +124,7 @@ def serve(
         verbose=False, num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
         allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
+    start_shading_threads()  # in each process, at the main thread's priority
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
     server.start()
     server.io_loop.start()

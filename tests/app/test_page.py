@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
 import pytest
@@ -51,9 +52,11 @@ def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_cont
     """A load or a build runs at a lower priority than the thread that serves pages (so another session's page
     opens while it computes); an action that only redraws (a relabel, a dc) at the page's own. Both see the
     session's context (Panel's current document)."""
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    if own + page_module.BUILD_NICENESS > 19:
+        pytest.skip("the tests already run at a priority too low to lower further")
     marker = contextvars.ContextVar("marker")
     marker.set("this session")
-    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     seen = []
 
     def action():
@@ -64,15 +67,15 @@ def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_cont
     assert seen == [(min(own + page_module.BUILD_NICENESS, 19), "this session"), (own, "this session")]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
 def test_a_sandbox_that_forbids_priorities_leaves_builds_beside_the_page(monkeypatch, caplog):
-    """Where setting a thread's priority is refused, a build thread starts anyway (a pool whose initializer fails
-    runs nothing) and says why in the log."""
+    """Where setting a thread's priority is refused, a build pool still runs its work (a pool whose initializer
+    fails runs nothing) and the log says why."""
 
     def refuse(*args):
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(page_module.os, "setpriority", refuse)
-    monkeypatch.setattr(page_module.sys, "platform", "linux")
-    with caplog.at_level("INFO", logger="dpstudio"):
-        page_module._behind_the_page()
+    with caplog.at_level("INFO", logger="dpstudio"), ThreadPoolExecutor(1, initializer=page_module._behind_the_page) as builds:
+        assert builds.submit(lambda: "built").result() == "built"
     assert "builds run at the page's priority" in caplog.text

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import datashader as ds
 import datashader.transfer_functions as tf
@@ -10,6 +13,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 import param
+import pytest
 
 from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
@@ -166,3 +170,22 @@ def test_the_decision_graphs_axes_say_what_they_show():
     assert (plot.xaxis[0].axis_label, plot.yaxis[0].axis_label) == ("ρ (local density)", "δ (distance to a denser point)")
     studio.dpc.set_log_axes(True)
     assert (plot.xaxis[0].axis_label, plot.yaxis[0].axis_label) == ("log₁₀ ρ (local density)", "log₁₀ δ (distance to a denser point)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
+def test_shading_threads_keep_the_servers_priority_whoever_shades_first(monkeypatch):
+    """The server starts the shading threads itself: a load's thread runs behind the page, and shading threads it
+    started would inherit that and shade every later redraw behind the page too."""
+    pool = ThreadPoolExecutor(plots_module.SHADING_THREADS)
+    monkeypatch.setattr(plots_module, "_SHADING", pool)
+    plots_module.start_shading_threads()
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    priority = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # noqa: E731
+
+    def shade_from_a_load():
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(own + 10, 19))  # as a load's thread is
+        return [pool.submit(priority).result() for _ in range(4)]
+
+    with ThreadPoolExecutor(1) as loads:
+        assert loads.submit(shade_from_a_load).result() == [own] * 4
+    pool.shutdown()
