@@ -94,20 +94,22 @@ def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, na
 def shade_counts(counts: xr.DataArray, colours: list[str], min_alpha: int = 200) -> tf.Image:
     """``tf.shade(counts, color_key=colours, min_alpha=min_alpha)`` for a ``count_cat`` aggregate, pixel for pixel,
     in a fraction of its time: datashader's general path makes about twenty passes over the (height, width,
-    category) array, NaN handling included, that counts never need; here the colour mixing is two matrix products,
-    and the alpha (datashader's eq_hist of the points per pixel) is reused while those counts stay the same."""
+    category) array, NaN handling included, that counts never need; here only the pixels that hold points are
+    mixed (two matrix products) and given an alpha (datashader's eq_hist), and the alpha is reused while those
+    counts stay the same."""
     height, width, n_colours = counts.shape
     if not n_colours:  # no points: datashader's empty image
         return tf.shade(counts, color_key=colours, min_alpha=min_alpha)
     per_pixel = counts.data.reshape(-1, n_colours)
     total = per_pixel @ np.ones(n_colours, per_pixel.dtype)  # exact, for the alpha
     # as datashader mixes: the counts above the smallest one (not 0 only where every pixel holds every colour)
-    base = per_pixel.min()
-    weights, weight_total = (per_pixel - base).astype(np.float32), (total - base * n_colours).astype(np.float32)
+    base = per_pixel.min() if total.min() >= n_colours else 0
     palette = np.array([rgb(colour) for colour in colours], np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):  # each pixel's colours weighted by their counts, in float32
-        mixed = weights @ palette / weight_total[:, None]
-    mixed[weight_total == 0] = palette.mean(axis=0)  # as datashader colours pixels without weight (empty ones)
+    weight_total = total - base * n_colours
+    mixed = np.empty((total.shape[0], 3), np.float32)
+    mixed[:] = palette.mean(axis=0)  # as datashader colours pixels without weight (empty ones)
+    weighted = np.flatnonzero(weight_total)  # each of these pixels' colours weighted by their counts, in float32
+    mixed[weighted] = (per_pixel[weighted] - base).astype(np.float32) @ palette / weight_total[weighted, None].astype(np.float32)
     rgba = np.empty((height, width, 4), np.uint8)
     rgba[..., :3] = mixed.reshape(height, width, 3)  # cast as datashader casts (truncation)
     rgba[..., 3] = _alpha(total.tobytes(), total.dtype.str, height, width, min_alpha)
@@ -117,10 +119,20 @@ def shade_counts(counts: xr.DataArray, colours: list[str], min_alpha: int = 200)
 
 @functools.lru_cache(maxsize=8)  # a relabel (a lasso, eps, the colouring) changes colours, not the counts
 def _alpha(total: bytes, dtype: str, height: int, width: int, min_alpha: int) -> np.ndarray:
-    """Datashader's alpha for ``total`` points per pixel: its own path for one category of counts."""
-    counts = xr.DataArray(np.frombuffer(total, dtype).reshape(height, width, 1), dims=("y", "x", "c"), coords={"c": ["c"]})
+    """Datashader's alpha for ``total`` points per pixel: its own path for one category of counts, given only the
+    pixels that hold points and, if there are empty ones, one of them. That is the same alpha: eq_hist ranks the
+    counts of the pixels that hold points (the empty ones, masked, are transparent), and datashader takes another
+    path for an image with empty pixels than for one without."""
+    total = np.frombuffer(total, dtype)
+    held = np.flatnonzero(total)
+    empty = int(held.shape[0] < total.shape[0])
+    compact = np.zeros(held.shape[0] + empty, total.dtype)
+    compact[empty:] = total[held]
+    counts = xr.DataArray(compact.reshape(1, -1, 1), dims=("y", "x", "c"), coords={"c": ["c"]})
     rgba = tf.shade(counts, color_key=["black"], min_alpha=min_alpha).data
-    alpha = rgba.view(np.uint8).reshape(height, width, 4)[..., 3].copy()
+    alpha = np.zeros(height * width, np.uint8)
+    alpha[held] = rgba.view(np.uint8).reshape(-1, 4)[empty:, 3]
+    alpha = alpha.reshape(height, width)
     alpha.flags.writeable = False  # the cache hands this array out again
     return alpha
 
@@ -302,11 +314,12 @@ class SessionPlots:
             return last_image
         next_key, next_image = self._next_images.get(plot, ((), None))
         if _same(next_key, key):
-            del self._next_images[plot]
-            try:
+            try:  # left listed while it is awaited, so a shade-ahead for the same key (a watcher after HoloViews') sees it
                 image = next_image.result()
             except Exception:  # shaded ahead from a state that was still changing (a selection of the old points)
                 image = shade()
+            if self._next_images.get(plot, ((), None))[1] is next_image:  # not superseded meanwhile
+                del self._next_images[plot]
         else:
             image = shade()
         self.on_render()

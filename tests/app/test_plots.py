@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import datashader as ds
@@ -162,6 +163,35 @@ def test_an_edit_keeps_the_zoom_and_its_redraw_takes_the_images_shaded_ahead(mon
     assert plots.graph_ranges.x_range == plots.view_ranges.x_range == zoom["x_range"]
     studio.load(cache.sample("moons"))
     assert plots.graph_ranges.x_range is None and plots.view_ranges.x_range is None
+
+
+def test_an_image_a_redraw_waits_for_is_not_shaded_ahead_again(monkeypatch):
+    """An edit is heard by two watchers that shade the decision graph ahead (DPC's revision, then the studio's): when
+    HoloViews' redraw, between them, already waits for the image of the first, the second does not shade it again
+    (it used to: the image was unlisted while awaited, and a whole shading went to waste at every stream batch)."""
+    release, shaded = threading.Event(), []
+
+    def shade(*args, **kwargs):
+        shaded.append(args[7])
+        release.wait(30)
+        return shade_categories(*args, **kwargs)
+
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    plots._drawn.update(["decision graph", "2-D view"])  # as if on a page
+    monkeypatch.setattr(plots_module, "shade_categories", shade)
+    studio.add_point(1.0, 1.0)
+    size = (plots.graph_size.width, plots.graph_size.height)
+    with ThreadPoolExecutor(1) as redraws:
+        redraw = redraws.submit(plots._graph_image, studio.dpc.revision, studio.selected, None, None, *size)
+        time.sleep(0.5)  # the redraw now waits for the image shaded ahead
+        plots._shade_ahead("decision graph")
+        release.set()
+        assert redraw.result().data.shape[:2] == (size[1], size[0])
+    shaded_ahead(plots)
+    assert shaded.count(("rho", "delta")) == 1
+    plots.close()
 
 
 def test_the_decision_graphs_axes_say_what_they_show():
