@@ -168,9 +168,8 @@ def density_bands(lo, hi, n_old: int, xp=np):
 
 
 def _reorder(backend, order, order_rho, moved, rho):
-    """(order, rho in that order, rank, moved in density order) after the points ``moved`` changed rho (see
-    ``merge_order``)."""
-    moved = backend.xp.sort(moved)
+    """(order, rho in that order, rank, moved in density order) after the points ``moved`` (increasing indices)
+    changed rho (see ``merge_order``)."""
     moved = moved[backend.density_order(rho[moved])[0]]  # by rho descending, then index (cut-off counts: O(N) on the CPU)
     return (*backend.merge_order(order, order_rho, moved, rho[moved], rho.shape[0]), moved)
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from .cpu import density_order
 from .cpu import labels as follow_parents
 from .hierarchy import find_root
 
@@ -95,9 +96,7 @@ def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float
     dimension = intrinsic_dimension(sq, n_dims)
     log_density = _log_density(sq, dimension)
     error = 1.0 / np.sqrt(k)
-    order = np.lexsort((np.arange(n), -log_density))  # densest first, ties by index (DPC's order)
-    rank = np.empty(n, np.int64)
-    rank[order] = np.arange(n)
+    order, rank = density_order(log_density)  # densest first, ties by index (DPC's order)
     parent = _parents(ids, sq, rank)
     peaks = order[parent[order] < 0]
     candidate = follow_parents(parent, order, peaks)

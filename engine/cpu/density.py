@@ -188,10 +188,22 @@ def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = rho_values.shape[0]
     if n and rho_values.max() < n and np.array_equal(rho_values, np.floor(rho_values)) and rho_values.min() >= 0:
         return _counting_order(rho_values.astype(np.int64))  # cut-off counts: O(N), 10x faster than argsort
-    order = np.argsort(-rho_values, kind="stable")
+    order = _ties_by_index(np.argsort(-rho_values), rho_values)
     rank = np.empty_like(order)
     rank[order] = np.arange(n)
     return order, rank
+
+
+def _ties_by_index(order: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``order`` (an unstable sort of ``values``) with each run of equal values in index order: the stable sort,
+    at the cost of a quicksort (half a stable one's) and a sort of the tied entries alone."""
+    in_order = values[order]
+    tie = in_order[1:] == in_order[:-1]
+    if tie.any():
+        tied = np.flatnonzero(np.concatenate((tie, [False])) | np.concatenate(([False], tie)))
+        run = np.cumsum(np.concatenate(([True], ~tie)))[tied]  # which run of equal values each tied entry is in
+        order[tied] = order[tied][np.lexsort((order[tied], run))]
+    return order
 
 
 @nb.njit(nogil=True, cache=True)

@@ -327,18 +327,20 @@ LEAVES_PER_TASK = 16  # leaves of sources per parallel task
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
-def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leaves, first, sources, bands, rank_old, rank_new, reach2, node_reach, node_bands, marked):
+def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leaves, first, sources, bands, rank_old, rank_new,
+                          reach2, node_reach, node_bands, node_first_old, node_last_new, marked):  # fmt: skip
     """marked[t] = True for each position t that a source s newly outranks (rank_old[s] > rank_old[t] and
     rank_new[s] < rank_new[t]) within t's reach (sq_dist <= reach2[t]). Walks are pruned by distance and by
     density: ``node_bands[k]`` has bit b set where node k holds a target of old-rank band b, and ``bands[i]`` the
     bands that source i can newly outrank. Sources come grouped by leaf (sources[first[g]:first[g + 1]] lie in
-    leaf leaves[g]): each group shares one walk, and each source then tests the leaves it left open."""
+    leaf leaves[g]): each group shares one walk, and each source then tests the leaves it left open, by its exact
+    ranks against the leaf's first old rank and last new rank, then by distance; a leaf's points are compared
+    by rank before their distance is computed (few pass)."""
     first_leaf = (1 << depth) - 1
     for task in nb.prange((leaves.shape[0] + LEAVES_PER_TASK - 1) // LEAVES_PER_TASK):
         nodes = np.empty(STACK, np.int64)
         levels = np.empty(STACK, np.int64)
         open_leaves = np.empty(1 << depth, np.int64)
-        sq = np.empty(LEAF_SIZE, np.float32)
         for g in range(task * LEAVES_PER_TASK, min(leaves.shape[0], (task + 1) * LEAVES_PER_TASK)):
             group = np.arange(first[g], first[g + 1])
             union = 0
@@ -351,23 +353,27 @@ def _mark_newly_outranked(coords, leaf_start, center, radius, depth, slack, leav
             for i in group:
                 p = sources[i]
                 q = coords[:, p].copy()
+                old_p, new_p = rank_old[p], rank_new[p]
                 for c in range(n_open):
                     k = first_leaf + open_leaves[c]
-                    if node_bands[k] & bands[i] == 0 or ball_distance(q, center, radius, k, slack)[0] > node_reach[k]:
+                    if (node_bands[k] & bands[i] == 0 or node_first_old[k] >= old_p or node_last_new[k] <= new_p
+                            or ball_distance(q, center, radius, k, slack)[0] > node_reach[k]):  # fmt: skip
                         continue
-                    start, end = leaf_start[open_leaves[c]], leaf_start[open_leaves[c] + 1]
-                    leaf_sq_dists(coords, q, start, end, sq)
-                    for t in range(start, end):
-                        if rank_old[t] < rank_old[p] and rank_new[t] > rank_new[p] and sq[t - start] <= reach2[t]:
+                    for t in range(leaf_start[open_leaves[c]], leaf_start[open_leaves[c] + 1]):
+                        if rank_old[t] < old_p and rank_new[t] > new_p and sq_dist(coords[:, t], q) <= reach2[t]:
                             marked[t] = True  # racy but every writer writes True
 
 
 def _by_leaf(tree: VPTree, positions: np.ndarray):
-    """(leaves, first, order): the positions' leaves, and where each leaf's group starts in positions[order]."""
-    order = np.argsort(positions, kind="stable")
+    """(leaves, first, order): the positions' leaves, and where each leaf's group starts in positions[order].
+    The positions are distinct tree positions, so they are put in order by a scatter over the tree, not a sort
+    (nearly every point is listed at a large dc)."""
+    slot = np.full(tree.n_points, -1, np.int64)
+    slot[positions] = np.arange(positions.shape[0])
+    order = slot[slot >= 0]
     leaf = np.searchsorted(tree.leaf_start, positions[order], side="right") - 1
-    leaves, first = np.unique(leaf, return_index=True)
-    return leaves, np.append(first, positions.shape[0]), order
+    first = np.flatnonzero(np.diff(leaf, prepend=-1))
+    return leaf[first], np.append(first, positions.shape[0]), order
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)
@@ -425,7 +431,8 @@ def mark_newly_outranked(tree: VPTree, sources, source_bands, rank_old_tree, ran
     marked = np.zeros(tree.n_points, np.bool_)
     _mark_newly_outranked(tree.coords, tree.leaf_start, tree.center, tree.cover_radius, tree.depth, bound_slack(tree.n_dims),
                           leaves, first, sources[order], source_bands[order], rank_old_tree, rank_new_tree, reach2_tree, node_reach,
-                          _node_bands(band_bits_tree, tree.leaf_start, tree.depth), marked)  # fmt: skip
+                          _node_bands(band_bits_tree, tree.leaf_start, tree.depth), node_min(rank_old_tree, tree.leaf_start, tree.depth),
+                          _node_max(rank_new_tree, tree), marked)  # fmt: skip
     return marked
 
 

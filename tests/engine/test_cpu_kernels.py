@@ -121,6 +121,7 @@ def test_delta_from_the_graph_equals_the_tree_search(case, k, rng):
         lambda rng: rng.integers(0, 40, 3000) + 0.5,  # not whole numbers: the general sort
         lambda rng: np.full(10, 10.0),  # whole but not below N: the general sort
         lambda rng: rng.random(2000),  # Gaussian-like densities
+        lambda rng: np.round(rng.normal(size=3000), 2),  # log densities: negative too, runs of ties among distinct values
     ],
 )
 def test_density_order_is_densest_first_ties_by_index(values, rng):
