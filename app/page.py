@@ -745,8 +745,12 @@ class Deferred:
     def __init__(self, make: Callable[[], list[pn.viewable.Viewable]]):
         self.column = pn.Column(sizing_mode="stretch_width", visible=False)
         self._make: Callable[[], list[pn.viewable.Viewable]] | None = make
+        self._visible = False  # as last asked: each data set change asks every one again, and most stay as they are
 
     def show(self, visible: bool) -> None:
+        if visible == self._visible:  # nothing to queue on the event loop (each costs the caller a wait for the GIL)
+            return
+        self._visible = visible
         make, self._make = (self._make, None) if visible else (None, self._make)
         # on the event loop, with the document locked: a worker thread (a method switch) building the plots
         # while the loop renders the page corrupts their Bokeh models
