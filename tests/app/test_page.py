@@ -79,3 +79,15 @@ def test_a_sandbox_that_forbids_priorities_leaves_builds_beside_the_page(monkeyp
     with caplog.at_level("INFO", logger="dpstudio"), ThreadPoolExecutor(1, initializer=page_module._behind_the_page) as builds:
         assert builds.submit(lambda: "built").result() == "built"
     assert "builds run at the page's priority" in caplog.text
+
+
+def test_a_view_shown_or_hidden_again_queues_nothing(monkeypatch):
+    """A data set change asks every hidden-or-shown view again; only a change of visibility goes to the event loop
+    (each queued callback costs the worker thread a wait for the GIL), and the views are made once, when first shown."""
+    queued, made = [], []
+    monkeypatch.setattr(pn.state, "execute", lambda callback: (queued.append(callback), callback()))
+    view = page_module.Deferred(lambda: made.append(1) or [pn.pane.Markdown("made")])
+    for visible in (False, True, True, False, False, True):
+        view.show(visible)
+    assert len(queued) == 3 and made == [1]
+    assert view.column.visible and len(view.column.objects) == 1
