@@ -51,6 +51,7 @@ log = logging.getLogger("dpstudio")
 YOUR_FILE = "{} (your file)"  # the data-set choice for the last uploaded or served file
 UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
+TEACH_TAB = 1  # the DPC panel's tab that teaches (its layers join the plots when it is opened)
 BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker ones show their result instead
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
@@ -247,11 +248,11 @@ class StudioPage:
         teaching = self.teaching
         # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
         self.plots.view_tap.add_subscriber(self._view_clicked)
-        self.forest.param.watch(lambda e: e.new != teaching.forest and self._start("Drawing the arrows", teaching.show_forest, e.new, redraw=True), "value")
-        self.edges.param.watch(lambda e: e.new != teaching.edges and self._start("Drawing the edges", teaching.show_edges, e.new, redraw=True), "value")
-        self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self.follow("Stepping", teaching.go_to_step, 0 if e.new else None), "value")
+        self.forest.param.watch(lambda e: e.new != teaching.forest and self._teach("Drawing the arrows", teaching.show_forest, e.new), "value")
+        self.edges.param.watch(lambda e: e.new != teaching.edges and self._teach("Drawing the edges", teaching.show_edges, e.new), "value")
+        self.stepping.param.watch(lambda e: e.new != (teaching.step is not None) and self._step(e.new), "value")
         self.player.param.watch(lambda e: teaching.step not in (None, e.new) and self.follow("Stepping", teaching.go_to_step, e.new), "value")
-        self.circles.param.watch(lambda e: e.new != teaching.circles and self._start("Drawing the circles", teaching.show_circles, e.new, redraw=True), "value")
+        self.circles.param.watch(lambda e: e.new != teaching.circles and self._teach("Drawing the circles", teaching.show_circles, e.new), "value")
         teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "circles", "step"])
         self.stream_start.on_click(lambda e: self._start("Starting the stream", self.streaming.start, self.stream_percent.value))
         self.stream_next.on_click(lambda e: self._start("Streaming a batch in", self.streaming.next_batch, self.batch_size.value, redraw=True))
@@ -320,6 +321,7 @@ class StudioPage:
         # dynamic: a tab's widgets are made when it is first opened (a page that built them all opened slower)
         self.dpc_panel = pn.Tabs(("Clusters", self.dpc_controls), ("Teach", teach), ("Edit & stream", edit),
                                  dynamic=True, sizing_mode="stretch_width")  # fmt: skip
+        self.dpc_panel.param.watch(lambda e: e.new == TEACH_TAB and self._add_teaching_layers(), "active")
         sidebar = pn.Column(
             "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.features, self.standardize,
             self.use_features, self.x_axis, self.y_axis, self.embed,
@@ -339,9 +341,12 @@ class StudioPage:
                              "makes it a core point, a border point or noise.", css_classes=["dp-status"]),
             self.edges, self.circles, self.edges_size_note,
         ])  # fmt: skip
+        # the teaching view's layers join these two when first wanted (_add_teaching_layers)
+        self._graph, self._view, self._teaching_layers = self.plots.decision_graph(), self.plots.data_view(), False
+        self.graph_pane = _plot_pane(self._graph, "decision-graph")
+        self.view_pane = _plot_pane(self._view, "data-view")
         self.method_plots = {
-            "dpc": Deferred(lambda: [_plot_pane(self.plots.decision_graph() * self.teaching_plots.graph_layer(), "decision-graph"),
-                                     _plot_pane(self.gamma_plot.plot, "gamma-rank")]),
+            "dpc": Deferred(lambda: [self.graph_pane, _plot_pane(self.gamma_plot.plot, "gamma-rank")]),
             "dbscan": Deferred(lambda: [_plot_pane(self.dbscan_plots.k_distance(), "k-distance")]),
             "hdbscan": Deferred(lambda: [_plot_pane(self.tree_plot.plot(), "condensed-tree")]),
         }
@@ -365,7 +370,7 @@ class StudioPage:
         )])  # fmt: skip
         plots = pn.Row(
             pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width"),
-            pn.pane.HoloViews(self.plots.data_view() * self.teaching_plots.view_layers(), sizing_mode="stretch_width", name="data-view"),
+            self.view_pane,
             sizing_mode="stretch_width",
         )
         self.stream_section = Deferred(lambda: [
@@ -476,7 +481,30 @@ class StudioPage:
         if self.click_mode.value == "add" and x is not None and y is not None:
             self._start("Adding a point", self.studio.add_point, x, y, redraw=True)
         else:  # quiet and coalesced (follow): drawn at once, with no progress bar flashing
+            if x is not None:
+                self._add_teaching_layers()
             self.follow("Explaining", self._explain_at, (x, y))
+
+    def _teach(self, label: str, action: Callable, on: bool) -> None:
+        if on:
+            self._add_teaching_layers()
+        self._start(label, action, on, redraw=True)
+
+    def _step(self, on: bool) -> None:
+        if on:
+            self._add_teaching_layers()
+        self.follow("Stepping", self.teaching.go_to_step, 0 if on else None)
+
+    def _add_teaching_layers(self) -> None:
+        """The teaching view's layers join the 2-D view and the decision graph when first wanted: the Teach tab opened,
+        a click that explains a point, a teaching choice. Until then every redraw (a relabel's, a stream batch's)
+        updates four layers fewer, and the page opens with fewer models. Called on the event loop (a widget's or a
+        stream's callback), before the action that draws on them: a plot made in a held walk would miss changes."""
+        if self._teaching_layers:
+            return
+        self._teaching_layers = True
+        self.view_pane.object = self._view * self.teaching_plots.view_layers()
+        self.graph_pane.object = self._graph * self.teaching_plots.graph_layer()
 
     def _view_lassoed(self, geometry) -> None:
         if self.lasso_mode.value == "select":
