@@ -91,3 +91,25 @@ def test_a_view_shown_or_hidden_again_queues_nothing(monkeypatch):
         view.show(visible)
     assert len(queued) == 3 and made == [1]
     assert view.column.visible and len(view.column.objects) == 1
+
+
+@pytest.mark.parametrize("gesture", ["teach tab", "explaining click", "forest"])
+def test_the_teaching_layers_join_the_plots_when_first_wanted(cache, gesture, monkeypatch):
+    """A page opens without the teaching view's layers (each would be updated at every redraw); the Teach tab, a click
+    that explains a point or a teaching choice adds them to both plots, once. Adding a point by a click does not."""
+    monkeypatch.setattr(StudioPage, "_start", lambda *args, **kwargs: None)  # the actions themselves are not at issue
+    monkeypatch.setattr(StudioPage, "follow", lambda *args, **kwargs: None)
+    pn.extension(notifications=False)  # as the server does
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    view, graph = page.view_pane.object, page.graph_pane.object
+    page.click_mode.value = "add"
+    page._view_clicked(1.0, 1.0)
+    assert page.view_pane.object is view and page.graph_pane.object is graph
+    {"teach tab": lambda: setattr(page.dpc_panel, "active", page_module.TEACH_TAB),
+     "explaining click": lambda: (setattr(page.click_mode, "value", "explain"), page._view_clicked(1.0, 1.0)),
+     "forest": lambda: setattr(page.forest, "value", True)}[gesture]()  # fmt: skip
+    with_layers = page.view_pane.object, page.graph_pane.object
+    assert with_layers[0] is not view and with_layers[1] is not graph
+    page._add_teaching_layers()
+    assert (page.view_pane.object, page.graph_pane.object) == with_layers  # once
+    page.close()
