@@ -46,10 +46,10 @@ def test_center_markers_are_capped():
     plots, session = SessionPlots(studio), studio.dpc
     session.pick_count(MAX_MARKERS + 50)
     assert len(session.centers) > MAX_MARKERS
-    assert len(plots._graph_centers(session.revision).data) == MAX_MARKERS
-    assert len(plots._view_centers(studio.revision, "x", "y").data) == MAX_MARKERS
+    assert len(plots._graph_centers(session.revision)) == MAX_MARKERS
+    assert len(plots._view_centers(studio.revision, "x", "y")) == MAX_MARKERS
     studio.set_method("dbscan")  # centers are DPC's: no markers for the other methods
-    assert len(plots._view_centers(studio.revision, "x", "y").data) == 0
+    assert len(plots._view_centers(studio.revision, "x", "y")) == 0
 
 
 def test_large_points_cover_more_pixels_in_their_colours():
