@@ -172,6 +172,9 @@ def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5
     try:
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         open_app(page, server.url)
+        # a teacher opens the Teach tab first: the teaching layers join the plots then, redrawn once, before any click
+        page.locator(".bk-tab", has_text="Teach").click()
+        page.wait_for_timeout(3000)
         view = plot_canvas(page, "Points by cluster")
         spots = [(0.3 + 0.1 * (r % 5), 0.3 + 0.08 * (r % 4)) for r in range(repeats)]  # a new point each time
         click_s = []
@@ -182,6 +185,7 @@ def teaching(browser, folder: Path, repeats: int, shots: Path | None, n: int = 5
             page.mouse.move(x, y)
             page.wait_for_timeout(1000)
             click_s.append(time_until_changed(page, view, lambda x=x, y=y: page.mouse.click(x, y)))
+        page.locator(".bk-tab", has_text="Clusters").click()
         page.get_by_role("button", name="Pick top γ").click()
         page.wait_for_timeout(1500)
         page.locator(".bk-tab", has_text="Teach").click()
