@@ -499,12 +499,17 @@ class StudioPage:
         """The teaching view's layers join the 2-D view and the decision graph when first wanted: the Teach tab opened,
         a click that explains a point, a teaching choice. Until then every redraw (a relabel's, a stream batch's)
         updates four layers fewer, and the page opens with fewer models. Called on the event loop (a widget's or a
-        stream's callback), before the action that draws on them: a plot made in a held walk would miss changes."""
+        stream's callback), before the action that draws on them. The plots are made again, at the zoom shown (their
+        images set their ranges)."""
         if self._teaching_layers:
             return
         self._teaching_layers = True
         self.view_pane.object = self._view * self.teaching_plots.view_layers()
         self.graph_pane.object = self._graph * self.teaching_plots.graph_layer()
+        if (doc := pn.state.curdoc) is not None:
+            # the new plots join the document now, also while a redraw in flight (the pointer's, say) holds Bokeh's
+            # walk (document.walk_held): until they join, their changes are not sent (no walk if none is held)
+            doc.models.recompute()
 
     def _view_lassoed(self, geometry) -> None:
         if self.lasso_mode.value == "select":

@@ -56,6 +56,9 @@ PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 PLOT_SIZE = (560, 460)
 MARKER_SIZE = 16  # pixels across a center marker
+# the layers over a plot's image leave its ranges to the image (shaded for the zoom, or the data's extent with room
+# for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
+OVER_THE_IMAGE = {"apply_ranges": False}
 POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_alpha": 0.0, "line_width": 2.5}  # a ring
 
 
@@ -98,7 +101,7 @@ def shade_counts(counts: xr.DataArray, colours: list[str], min_alpha: int = 200)
     mixed (two matrix products) and given an alpha (datashader's eq_hist), and the alpha is reused while those
     counts stay the same."""
     height, width, n_colours = counts.shape
-    if not n_colours:  # no points: datashader's empty image
+    if not n_colours or counts.dtype.kind != "u":  # no points; or signed counts, where datashader does not mask zeros
         return tf.shade(counts, color_key=colours, min_alpha=min_alpha)
     per_pixel = counts.data.reshape(-1, n_colours)
     total = per_pixel @ np.ones(n_colours, per_pixel.dtype)  # exact, for the alpha
@@ -173,6 +176,7 @@ class SessionPlots:
         self.render_seconds: dict[str, float] = {}
         self._last_images: dict[str, tuple[tuple, hv.RGB]] = {}  # each plot's last (key, image): see _shaded
         self._next_images: dict[str, tuple[tuple, Future]] = {}  # each plot's image being shaded ahead: see _shade_ahead
+        self._awaited: set[Future] = set()  # those of them a redraw waits for
         self._drawn: set[str] = set()  # plots on a page: only those are shaded ahead
         self._watchers: list[tuple] = []  # (owner, watcher) on the studio and the session, removed by close()
         self.graph_ranges = hv.streams.RangeXY()
@@ -212,10 +216,10 @@ class SessionPlots:
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
                 title="Decision graph: lasso the peaks at the top right, or click a corner", framewise=True, **_size(),
             ),
-            hv.opts.Path(color="black", line_dash="dashed", line_width=1.5),
+            hv.opts.Path(color="black", line_dash="dashed", line_width=1.5, **OVER_THE_IMAGE),
             hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
-                           nonselection_alpha=1.0, hooks=[_select_on_markers_only]),
-            hv.opts.Points("Pointed", **POINTED),
+                           nonselection_alpha=1.0, hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
+            hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
@@ -225,8 +229,8 @@ class SessionPlots:
             hv.opts.RGB(title="Points by cluster: lasso some to see them on the decision graph", framewise=True,
                         tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"], **_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
-                           hooks=[_select_on_markers_only]),
-            hv.opts.Points("Pointed", **POINTED),
+                           hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
+            hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
 
     def pinned_view(self) -> hv.DynamicMap:
@@ -313,17 +317,20 @@ class SessionPlots:
         if _same(last_key, key):
             return last_image
         next_key, next_image = self._next_images.get(plot, ((), None))
-        if _same(next_key, key):
-            try:  # left listed while it is awaited, so a shade-ahead for the same key (a watcher after HoloViews') sees it
+        if not _same(next_key, key):
+            image = shade()
+        else:  # left listed while awaited: a shade-ahead for the same key (a watcher after HoloViews') sees it
+            self._awaited.add(next_image)  # and a newer one does not cancel it
+            try:
                 image = next_image.result()
             except Exception:  # shaded ahead from a state that was still changing (a selection of the old points)
                 image = shade()
-            if self._next_images.get(plot, ((), None))[1] is next_image:  # not superseded meanwhile
-                del self._next_images[plot]
-        else:
-            image = shade()
-        self.on_render()
+            finally:
+                self._awaited.discard(next_image)
+                if self._next_images.get(plot, ((), None))[1] is next_image:  # not superseded meanwhile
+                    del self._next_images[plot]
         self._last_images[plot] = (key, image)
+        self.on_render()
         return image
 
     def _studio_changed(self, *events) -> None:
@@ -359,7 +366,7 @@ class SessionPlots:
         next_key, next_image = self._next_images.get(plot, ((), None))
         if _same(key, next_key) or _same(key, self._last_images.get(plot, ((), None))[0]):
             return
-        if next_image is not None:
+        if next_image is not None and next_image not in self._awaited:
             next_image.cancel()  # superseded: not shaded at all if it has not started
         self._next_images[plot] = (key, _SHADING.submit(shade))
 

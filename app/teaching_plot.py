@@ -13,7 +13,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from .plots import HALO_GREY, MARKER_SIZE, POINTED, cluster_colour, view_dims
+from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, cluster_colour, view_dims
 from .teaching import MAX_RINGED, Teaching, arrow_segments
 
 DENSITY_COLOURS = colorcet.palette["bmy"]  # dark to bright: sparse to dense
@@ -48,15 +48,15 @@ class TeachingPlots:
     def view_layers(self) -> hv.Overlay:
         """The layers over the 2-D view: arrows, then markers, then the circles."""
         return (self._dynamic(self._arrows) * self._dynamic(self._markers) * self._dynamic(self._circle)).opts(
-            hv.opts.Segments("Teaching", color="colour", line_width="width", alpha="alpha"),
-            hv.opts.Points("Teaching", color="colour", marker="marker", size="size", line_width="width", fill_alpha="fill"),
-            hv.opts.Path("Teaching.Explained", color="black", line_width=2, line_dash="dashed"),
-            hv.opts.Path("Teaching.Core", color=CORE_CIRCLE_COLOUR, line_width=0.8, alpha=0.35),
+            hv.opts.Segments("Teaching", color="colour", line_width="width", alpha="alpha", **OVER_THE_IMAGE),
+            hv.opts.Points("Teaching", color="colour", marker="marker", size="size", line_width="width", fill_alpha="fill", **OVER_THE_IMAGE),
+            hv.opts.Path("Teaching.Explained", color="black", line_width=2, line_dash="dashed", **OVER_THE_IMAGE),
+            hv.opts.Path("Teaching.Core", color=CORE_CIRCLE_COLOUR, line_width=0.8, alpha=0.35, **OVER_THE_IMAGE),
         )
 
     def graph_layer(self) -> hv.DynamicMap:
         """A ring around the explained point on the decision graph."""
-        return self._dynamic(self._graph_ring).opts(hv.opts.Points("Explained", **{**POINTED, "line_color": CHAIN_COLOUR}))
+        return self._dynamic(self._graph_ring).opts(hv.opts.Points("Explained", **{**POINTED, "line_color": CHAIN_COLOUR}, **OVER_THE_IMAGE))
 
     def close(self) -> None:
         for owner, watcher in self._watchers:

@@ -195,8 +195,8 @@ def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ties_by_index(order: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``order`` (an unstable sort of ``values``) with each run of equal values in index order: the stable sort,
-    at the cost of a quicksort (half a stable one's) and a sort of the tied entries alone."""
+    """``order`` (an unstable sort of ``values``, which hold no NaN) with each run of equal values in index order:
+    the stable sort, at the cost of a quicksort (half a stable one's) and a sort of the tied entries alone."""
     in_order = values[order]
     tie = in_order[1:] == in_order[:-1]
     if tie.any():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import datashader as ds
@@ -182,10 +181,22 @@ def test_an_image_a_redraw_waits_for_is_not_shaded_ahead_again(monkeypatch):
     plots._drawn.update(["decision graph", "2-D view"])  # as if on a page
     monkeypatch.setattr(plots_module, "shade_categories", shade)
     studio.add_point(1.0, 1.0)
+    key, future = plots._next_images["decision graph"]
+    waiting = threading.Event()
+
+    class Awaited:  # the image shaded ahead, telling when the redraw waits for it
+        def result(self):
+            waiting.set()
+            return future.result()
+
+        def cancel(self):
+            return future.cancel()
+
+    plots._next_images["decision graph"] = (key, Awaited())
     size = (plots.graph_size.width, plots.graph_size.height)
     with ThreadPoolExecutor(1) as redraws:
         redraw = redraws.submit(plots._graph_image, studio.dpc.revision, studio.selected, None, None, *size)
-        time.sleep(0.5)  # the redraw now waits for the image shaded ahead
+        assert waiting.wait(30)
         plots._shade_ahead("decision graph")
         release.set()
         assert redraw.result().data.shape[:2] == (size[1], size[0])

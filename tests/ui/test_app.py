@@ -127,6 +127,9 @@ def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, s
     expect(percent_field(page)).to_have_value("", timeout=TIMEOUT_MS)  # no longer the rule's dc
     type_into(percent_field(page), "2")
     expect(dc_field(page)).to_have_value(rule_dc, timeout=TIMEOUT_MS)
+    # the percent's whole answer first (the command comes last): a later update of the dc box could replace the
+    # text typed next before its Enter, which would then set the rule's dc as typed (seen once in CI)
+    expect(page.get_by_label("The same result from the command line")).to_have_value(re.compile(r"--dc-percent 2 "), timeout=TIMEOUT_MS)
     type_into(dc_field(page), "1e-9")
     expect(page.get_by_text("every ρ is 0")).to_be_visible(timeout=TIMEOUT_MS)
     expect(dc_field(page)).to_have_value("1e-9")
