@@ -228,3 +228,23 @@ def test_shading_threads_keep_the_servers_priority_whoever_shades_first(monkeypa
     with ThreadPoolExecutor(1, initializer=page_module._behind_the_page) as loads:  # as the page's loads run
         assert loads.submit(lambda: [pool.submit(priority).result() for _ in range(4)]).result() == [own] * 4
     pool.shutdown()
+
+
+def test_a_plot_made_again_with_the_teaching_layers_keeps_the_zoom():
+    """The page makes the 2-D view again when the teaching layers join it: the new figure shows the zoom, since only
+    the image (shaded for the zoom) sets the ranges; the center markers elsewhere used to widen them."""
+    from dpstudio.app.teaching import Teaching
+    from dpstudio.app.teaching_plot import TeachingPlots
+
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    renderer = hv.renderer("bokeh")  # before any options are set
+    view = plots.data_view()
+    renderer.get_plot(view)
+    zoom = {"x_range": (-7.0, -5.5), "y_range": (-1.0, 0.5)}  # no center marker in it
+    plots.view_ranges.event(**zoom)
+    figure = renderer.get_plot(view * TeachingPlots(Teaching(studio)).view_layers()).state
+    assert (figure.x_range.start, figure.x_range.end) == zoom["x_range"]
+    assert (figure.y_range.start, figure.y_range.end) == zoom["y_range"]
+    plots.close()
