@@ -69,11 +69,11 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
 
 def test_the_forest_and_the_step_through(page: Page, server):
     open_app(page, server.url)
-    view = plot_canvas(page, "Points by cluster")
     page.get_by_role("button", name="Pick top γ").click()  # DPC's own centers
-    page.wait_for_timeout(1500)
+    open_tab(page, "Teach")  # the teaching layers join the plots: both are made again
+    page.wait_for_timeout(2500)
+    view = plot_canvas(page, "Points by cluster")
     before = view.screenshot()
-    open_tab(page, "Teach")
     checkbox(page, "parent forest").check()
     assert_redrawn(page, view, before, "the forest was not drawn")
     checkbox(page, "parent forest").uncheck()
