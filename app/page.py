@@ -342,7 +342,7 @@ class StudioPage:
             self.edges, self.circles, self.edges_size_note,
         ])  # fmt: skip
         # the teaching view's layers join these two when first wanted (_add_teaching_layers)
-        self._graph, self._view, self._teaching_layers = self.plots.decision_graph(), self.plots.data_view(), False
+        self._graph, self._view = self.plots.decision_graph(), self.plots.data_view()
         self.graph_pane = _plot_pane(self._graph, "decision-graph")
         self.view_pane = _plot_pane(self._view, "data-view")
         self.method_plots = {
@@ -501,9 +501,8 @@ class StudioPage:
         updates four layers fewer, and the page opens with fewer models. Called on the event loop (a widget's or a
         stream's callback), before the action that draws on them. The plots are made again, at the zoom shown (their
         images set their ranges)."""
-        if self._teaching_layers:
+        if self.view_pane.object is not self._view:  # joined already
             return
-        self._teaching_layers = True
         self.view_pane.object = self._view * self.teaching_plots.view_layers()
         self.graph_pane.object = self._graph * self.teaching_plots.graph_layer()
         if (doc := pn.state.curdoc) is not None:
