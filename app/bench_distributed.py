@@ -10,7 +10,6 @@ dc change repeats. The Dask overhead per call is the same call on 1,000 points, 
 
 from __future__ import annotations
 
-import logging
 import os
 import statistics
 import sys
@@ -19,6 +18,7 @@ import time
 import numpy as np
 
 from dpstudio.engine import IndexedPoints
+from dpstudio.engine.distributed import local_cluster
 
 from .bench import SMALL_DC_MEAN_RHO, blobs, format_rows
 
@@ -46,18 +46,7 @@ def _same(a, b) -> bool:
     return all(np.array_equal(getattr(a, name), getattr(b, name)) for name in ("rho", "delta", "parent", "order"))
 
 
-def _cluster(backend: str, workers: int, threads: int):
-    if backend == "gpu":
-        from dask_cuda import LocalCUDACluster  # noqa: PLC0415  (an optional extra)
-
-        return LocalCUDACluster(n_workers=workers, dashboard_address=None, silence_logs=logging.ERROR)
-    from distributed import LocalCluster  # noqa: PLC0415
-
-    return LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None,
-                        silence_logs=logging.ERROR)  # fmt: skip
-
-
-def bench_shape(n: int, d: int, rule: str, backend: str, worker_counts: list[int], threads: int) -> list[dict]:
+def bench_shape(n: int, d: int, rule: str, backend: str, worker_counts: list[int], threads: int, protocol: str = "tcp") -> list[dict]:
     """Rows for one data set: one process (the reference), then each worker count with ``threads`` per worker."""
     from distributed import Client  # noqa: PLC0415  (an optional extra)
 
@@ -73,7 +62,7 @@ def bench_shape(n: int, d: int, rule: str, backend: str, worker_counts: list[int
              "rho+delta s": reference_seconds, "speed-up": None, "efficiency": None, "overhead ms": None, "equal": "reference"}]  # fmt: skip
     one_worker = None
     for workers in worker_counts:
-        with _cluster(backend, workers, threads) as cluster, Client(cluster) as client:
+        with local_cluster(backend, workers, threads, protocol) as cluster, Client(cluster) as client:
             client.run(_warm_up, backend)  # compile or load the kernels in every worker outside the timings
             started = time.perf_counter()
             spread = IndexedPoints(points, backend=backend, client=client)
@@ -100,16 +89,17 @@ def _warm_up(backend: str) -> None:
         IndexedPoints(blobs(3000, 2), backend=backend).fields(kernel, 0.3)
 
 
-def run_distributed_bench(shapes=None, backend: str = "cpu", workers: list[int] | None = None, markdown=False) -> list[dict]:
+def run_distributed_bench(shapes=None, backend: str = "cpu", workers: list[int] | None = None, markdown=False,
+                          protocol: str = "tcp") -> list[dict]:  # fmt: skip
     workers = workers or [1, 2]
     threads = max(1, (os.cpu_count() or 1) // max(workers))  # per CPU worker
     each = "one GPU" if backend == "gpu" else f"{threads} thread(s)"
     print(f"dpstudio bench --distributed: rho + delta (cut-off kernel) on a Dask cluster of {' vs '.join(map(str, workers))} "
-          f"workers of {each} each, against one process", flush=True)  # fmt: skip
+          f"workers of {each} each ({protocol} comms), against one process", flush=True)  # fmt: skip
     _warm_up(backend)
     rows = []
     for n, d, rule in shapes or SHAPES[backend]:
-        rows += bench_shape(n, d, rule, backend, workers, threads)
+        rows += bench_shape(n, d, rule, backend, workers, threads, protocol)
     print(format_rows(rows, COLUMNS, markdown))
     print("setup: broadcast + every worker's tree and neighbour lists (once per data set); rho+delta: median of "
           f"{REPEATS} calls; speed-up and efficiency against {workers[0]} worker(s); overhead: the same call on 1,000 "

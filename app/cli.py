@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, Dens
 from dpstudio.engine.data import with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
+from dpstudio.engine.distributed import PROTOCOLS, local_cluster
 from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice, describe_changes
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
                       help=f"dpc: compute rho and delta on the workers of this Dask scheduler (reached within {SCHEDULER_TIMEOUT} s)")  # fmt: skip
     dask.add_argument("--local-cluster", metavar="N", type=int,
                       help="dpc: ... on a Dask cluster started here: N CPU worker processes, or N GPUs with --backend gpu (dask-cuda)")  # fmt: skip
+    _protocol_option(cluster, "--local-cluster")
     cluster.set_defaults(run=_cluster)
 
     stream = commands.add_parser("stream", help="replay a data file as a stream: a base fit, then batches inserted one by one")
@@ -102,9 +103,16 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--distributed", action="store_true",
                        help="dpc rho + delta on a local Dask cluster of 1 vs W workers (GPUs: dask-cuda; needs dpstudio[distributed])")  # fmt: skip
     bench.add_argument("--workers", type=_ints, default=[1, 2], help="--distributed: worker counts to compare (default 1,2)")
+    _protocol_option(bench, "--distributed")
     bench.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     bench.set_defaults(run=_bench)
     return parser
+
+
+def _protocol_option(parser, used_by: str) -> None:
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="tcp",
+                        help=f"{used_by}: Dask's comms; ucx moves GPU arrays GPU to GPU, over NVLink where there is one "
+                        "(needs distributed-ucxx-cu13; default tcp)")  # fmt: skip
 
 
 def _input_options(parser) -> None:
@@ -265,7 +273,7 @@ def _dask_client(args):
     if args.method != "dpc":
         raise ValueError("--scheduler and --local-cluster spread density peaks (--method dpc) only")
     try:
-        from distributed import Client, LocalCluster  # noqa: PLC0415  (an optional extra)
+        from distributed import Client  # noqa: PLC0415  (an optional extra)
     except ImportError as exc:
         raise ValueError(f"a Dask cluster needs dask.distributed: pip install 'dpstudio[distributed]' ({exc})") from None
     if args.scheduler is not None:
@@ -278,17 +286,10 @@ def _dask_client(args):
         return
     if args.local_cluster < 1:
         raise ValueError(f"--local-cluster needs at least 1 worker, got {args.local_cluster}")
-    if args.backend == "gpu":
-        try:
-            from dask_cuda import LocalCUDACluster  # noqa: PLC0415
-        except ImportError as exc:
-            raise ValueError(f"--local-cluster with --backend gpu needs dask-cuda (one worker per GPU): {exc}") from None
-        cluster = LocalCUDACluster(n_workers=args.local_cluster, dashboard_address=None, silence_logs=logging.ERROR)
-    else:
+    if args.backend != "gpu":
         args.backend = "cpu"  # the workers are CPU processes, and the caller's backend is theirs
-        threads = max(1, (os.cpu_count() or 1) // args.local_cluster)
-        cluster = LocalCluster(n_workers=args.local_cluster, threads_per_worker=threads, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+    threads = max(1, (os.cpu_count() or 1) // args.local_cluster)
+    cluster = local_cluster(args.backend, args.local_cluster, threads, args.protocol)
     with cluster, Client(cluster) as client:
         yield client
 
@@ -424,7 +425,7 @@ def _bench(args) -> int:
         from .bench_distributed import SMALL_DC_MEAN_RHO, run_distributed_bench
 
         shapes = args.sizes and [(n, d, rule) for n in args.sizes for d in args.dims for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}")]
-        run_distributed_bench(shapes, backend=args.backend, workers=args.workers, markdown=args.markdown)
+        run_distributed_bench(shapes, backend=args.backend, workers=args.workers, markdown=args.markdown, protocol=args.protocol)
         return 0
     if args.method == "dbscan":
         from .bench_dbscan import run_dbscan_bench

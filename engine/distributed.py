@@ -12,7 +12,9 @@ The rho shares stay on the workers, which send them to each other and to the cal
 all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
 of leaves, each CPU worker holding the neighbour lists of its own range only. So per call the caller sends the
 tasks alone and receives rho (cut-off counts as uint32), squared delta (float32) and parents (int32), and the
-delta kernels run while it gathers rho. Shares of leaves come back in the workers' tree order (checked to be the
+delta kernels run while it gathers rho. GPU workers keep these arrays on their GPU where Dask's comms are UCX
+(GPU to GPU, over NVLink where there is one; ``local_cluster(..., protocol="ucx")``), and copy them to host memory
+for TCP. Shares of leaves come back in the workers' tree order (checked to be the
 same on every worker), strip shares with their point indices; the gathered arrays are exactly a single backend's
 (the same float32 distance rule and tie rules in the same kernels). Labels, halo and everything else stay on the
 caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows partitioned).
@@ -32,6 +34,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
+import importlib.util
+import logging
 import os
 import socket
 import threading
@@ -196,6 +200,31 @@ class Replicas:
         return [future.result() for future in futures]
 
 
+PROTOCOLS = ("tcp", "ucx")
+
+
+def local_cluster(backend: str, workers: int, threads: int = 1, protocol: str = "tcp"):
+    """A Dask cluster on this host for ``Replicas``: one dask-cuda worker per GPU for ``backend="gpu"``, else
+    ``workers`` CPU processes of ``threads`` each. ``protocol="ucx"`` moves the GPU workers' arrays GPU to GPU
+    (over NVLink where the GPUs have it), where TCP copies them through host memory and sockets; it needs the
+    ucxx packages (``pip install distributed-ucxx-cu13``)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    if protocol == "ucx" and importlib.util.find_spec("distributed_ucxx") is None:  # Dask's UCX comms, an extra
+        raise ValueError("protocol ucx needs the ucxx packages: pip install distributed-ucxx-cu13")
+    quiet = {"dashboard_address": None, "silence_logs": logging.ERROR, "protocol": protocol}
+    if backend == "gpu":
+        try:
+            from dask_cuda import LocalCUDACluster  # noqa: PLC0415  (an optional extra)
+        except ImportError as exc:
+            raise ValueError(f"GPU workers need dask-cuda (one worker per GPU): {exc}") from None
+        ucx = {"enable_nvlink": True, "enable_tcp_over_ucx": True} if protocol == "ucx" else {}
+        return LocalCUDACluster(n_workers=workers, **ucx, **quiet)
+    from distributed import LocalCluster  # noqa: PLC0415
+
+    return LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, **quiet)
+
+
 def in_point_order(shares: list, tree_ids, engine):
     """One point-order array on ``engine``'s device from rho or delta shares: runs of the tree order, concatenated
     and put back through ``tree_ids``, or strips' (point ids, values). Shares that miss a point or give one twice
@@ -256,7 +285,7 @@ def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# on the workers: trees, graphs, and NumPy arrays to send (the pair totals stay on the worker's GPU)
+# on the workers: trees, graphs, and arrays to send (the pair totals stay on the worker's GPU)
 
 
 _ONE_TASK_AT_A_TIME = threading.Lock()
@@ -334,7 +363,7 @@ def _tree_ids(tree: VPTree) -> np.ndarray:
 @_worker_task
 def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, costs: list, share: int) -> np.ndarray:
     rho_tree = get_backend(backend).rho_of_leaves(tree, dc, kernel, *cuts.run(share, costs))
-    return _host(_compact_rho(rho_tree, kernel, tree.n_points))
+    return _to_send(_compact_rho(rho_tree, kernel, tree.n_points))
 
 
 @_worker_task
@@ -350,7 +379,7 @@ def _totals_of(tree: VPTree, totals, cuts: Cuts, costs: list, share: int):
     start, end = _positions(tree, *cuts.run(share, costs))
     counts = totals[start:end].astype(np.uint32)
     at = counts.nonzero()[0]
-    return _host(counts) if 2 * at.shape[0] >= counts.shape[0] else (_host(at.astype(np.int32)), _host(counts[at]))
+    return _to_send(counts) if 2 * at.shape[0] >= counts.shape[0] else (_to_send(at.astype(np.int32)), _to_send(counts[at]))
 
 
 @_worker_task
@@ -365,7 +394,7 @@ def _rho_from_totals(tree: VPTree, totals, earlier: list, cuts: Cuts, costs: lis
             counts[at] += values
         else:
             counts += engine.asarray(part)
-    return _host(counts - 1)  # each point counted itself
+    return _to_send(counts - 1)  # each point counted itself
 
 
 @_worker_task
@@ -382,7 +411,7 @@ def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, 
     rho = in_point_order(rho_shares, tree.ids, engine).astype(np.float64)
     _, rank = engine.density_order(rho)
     delta2, parent = engine.delta_of_leaves(tree, rank[tree.ids], *cuts.run(share), graph)
-    return _host(delta2), _host(_compact(parent, tree.n_points))
+    return _to_send(delta2), _to_send(_compact(parent, tree.n_points))
 
 
 def _positions(tree: VPTree, first_leaf: int, last_leaf: int) -> tuple[int, int]:
@@ -394,6 +423,15 @@ def _compact_rho(values, kernel: str, n_points: int):
     """Cut-off rho as uint32 (exact: whole counts below n_points, where that is below 2**32), half the bytes to
     send; Gaussian rho as it is."""
     return values.astype(np.uint32) if kernel == "cutoff" and n_points < 2**32 else values
+
+
+def _to_send(values):
+    """A task's result array as it best travels: a GPU array stays on its GPU where Dask's comms move it GPU to GPU
+    (UCX, over NVLink where there is one), and is copied to host memory for the others (TCP takes a NumPy array
+    faster than Dask's serialisation of a CuPy one: 0.1-0.2 s less per call at 20M points on two H100s)."""
+    from distributed import get_worker  # noqa: PLC0415  (dask is optional)
+
+    return values if get_worker().address.startswith("ucx") else _host(values)
 
 
 def _host(values) -> np.ndarray:

@@ -3,6 +3,7 @@ backend, on the random cases of the exactness tests: identical rho, delta, paren
 machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCUDACluster of a worker per GPU."""
 
 import copy
+import importlib.util
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import Cuts, balanced_cuts, fair_shares
+from dpstudio.engine.distributed import Cuts, balanced_cuts, fair_shares, local_cluster
 
 from . import oracle
 from .datasets import CASES
@@ -32,6 +33,14 @@ def assert_same_fit(a: DensityPeaks, b: DensityPeaks) -> None:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
+def test_a_local_cluster_refuses_an_unknown_protocol_and_says_what_ucx_needs():
+    with pytest.raises(ValueError, match="protocol must be one of tcp, ucx"):
+        local_cluster("cpu", 1, protocol="udp")
+    if importlib.util.find_spec("distributed_ucxx") is None:
+        with pytest.raises(ValueError, match="pip install distributed-ucxx"):
+            local_cluster("cpu", 1, protocol="ucx")
+
+
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=needs_gpu)])
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("kernel", ["cutoff", "gaussian"])
@@ -50,16 +59,19 @@ def test_larger_sets_on_gpu_workers_equal_one_gpu(d, client, rng):
     assert_same_fit(spread, alone)
 
 
+@pytest.mark.parametrize("protocol", ["tcp", "ucx"])  # ucx: GPU to GPU, where the ucxx packages are installed
 @pytest.mark.parametrize("workers", [1, 2])  # one per GPU: 2 where the machine has two
 @pytest.mark.parametrize("kernel", [pytest.param(k, marks=needs_gpu) for k in ("cutoff", "gaussian")])
-def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, rng):
-    dask_cuda = pytest.importorskip("dask_cuda")
+def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, protocol, rng):
+    pytest.importorskip("dask_cuda")
+    if protocol == "ucx":
+        pytest.importorskip("distributed_ucxx")
     import cupy  # noqa: PLC0415  (a GPU test)
 
     if cupy.cuda.runtime.getDeviceCount() < workers:
         pytest.skip(f"a worker per GPU: {workers} workers need {workers} GPUs")
     points = CASES["with_duplicates"](rng, n=5000)
-    with dask_cuda.LocalCUDACluster(n_workers=workers, dashboard_address=None) as cluster, distributed.Client(cluster) as gpus:
+    with local_cluster("gpu", workers, protocol=protocol) as cluster, distributed.Client(cluster) as gpus:
         spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu", client=gpus).fit(points)
     assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu").fit(points))
 
