@@ -110,9 +110,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _protocol_option(parser, used_by: str) -> None:
-    parser.add_argument("--protocol", choices=PROTOCOLS, default="tcp",
-                        help=f"{used_by}: Dask's comms; ucx moves GPU arrays GPU to GPU, over NVLink where there is one "
-                        "(needs distributed-ucxx-cu13; default tcp)")  # fmt: skip
+    parser.add_argument("--protocol", choices=PROTOCOLS,
+                        help=f"{used_by}: Dask's comms; ucx (GPU workers) moves arrays GPU to GPU, over NVLink where "
+                        "there is one (needs distributed-ucxx-cu13; default tcp)")  # fmt: skip
 
 
 def _input_options(parser) -> None:
@@ -267,6 +267,8 @@ def _stream(args) -> int:
 def _dask_client(args):
     """The Dask client that ``--scheduler`` or ``--local-cluster`` ask for (None without them), closed after.
     A local cluster has one worker per GPU with ``--backend gpu`` (dask-cuda), else CPU worker processes."""
+    if args.protocol is not None and args.local_cluster is None:
+        raise ValueError("--protocol is for --local-cluster (a scheduler's address names its own: ucx://...)")
     if args.scheduler is None and args.local_cluster is None:
         yield None
         return
@@ -289,7 +291,7 @@ def _dask_client(args):
     if args.backend != "gpu":
         args.backend = "cpu"  # the workers are CPU processes, and the caller's backend is theirs
     threads = max(1, (os.cpu_count() or 1) // args.local_cluster)
-    cluster = local_cluster(args.backend, args.local_cluster, threads, args.protocol)
+    cluster = local_cluster(args.backend, args.local_cluster, threads, args.protocol or "tcp")
     with cluster, Client(cluster) as client:
         yield client
 
@@ -415,6 +417,8 @@ def _serve(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.protocol is not None and not args.distributed:
+        raise ValueError("--protocol is for --distributed")
     if args.incremental:
         from .bench_incremental import SMALL_DC_MEAN_RHO, run_incremental_bench
 
@@ -425,7 +429,7 @@ def _bench(args) -> int:
         from .bench_distributed import SMALL_DC_MEAN_RHO, run_distributed_bench
 
         shapes = args.sizes and [(n, d, rule) for n in args.sizes for d in args.dims for rule in ("2%", f"rho~{SMALL_DC_MEAN_RHO}")]
-        run_distributed_bench(shapes, backend=args.backend, workers=args.workers, markdown=args.markdown, protocol=args.protocol)
+        run_distributed_bench(shapes, backend=args.backend, workers=args.workers, markdown=args.markdown, protocol=args.protocol or "tcp")
         return 0
     if args.method == "dbscan":
         from .bench_dbscan import run_dbscan_bench

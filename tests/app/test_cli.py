@@ -1,6 +1,5 @@
 """``dpstudio cluster`` as a user runs it: a subprocess on real files, good and bad."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -235,13 +234,19 @@ def test_a_running_dask_scheduler_is_used_by_its_address(tmp_path):
         (["--local-cluster", "0"], "--local-cluster needs at least 1 worker"),
         (["--local-cluster", "2", "--method", "dbscan"], "spread density peaks (--method dpc) only"),
         (["--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at tcp://127.0.0.1:9"),
-        pytest.param(["--local-cluster", "1", "--protocol", "ucx"], "protocol ucx needs the ucxx packages",
-                     marks=pytest.mark.skipif(importlib.util.find_spec("distributed_ucxx") is not None, reason="ucxx installed")),
+        (["--local-cluster", "1", "--protocol", "ucx"], "protocol ucx is for GPU workers"),
+        (["--protocol", "ucx"], "--protocol is for --local-cluster"),
+        (["--scheduler", "tcp://127.0.0.1:9", "--protocol", "tcp"], "--protocol is for --local-cluster"),
     ],
 )
 def test_bad_dask_options_exit_2_with_one_line(args, message):
     result = dpstudio("cluster", sample_data.path("moons"), *args)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bench_protocol_without_distributed_exits_2():
+    result = dpstudio("bench", "--protocol", "tcp", "--sizes", "1000")
+    assert result.returncode == 2 and "--protocol is for --distributed" in result.stderr
 
 
 def test_bench_distributed_checks_every_row():

@@ -4,6 +4,7 @@ machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCU
 
 import copy
 import importlib.util
+import types
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import Cuts, balanced_cuts, fair_shares, local_cluster
+from dpstudio.engine.distributed import Cuts, _to_send, balanced_cuts, fair_shares, local_cluster
 
 from . import oracle
 from .datasets import CASES
@@ -36,9 +37,30 @@ def assert_same_fit(a: DensityPeaks, b: DensityPeaks) -> None:
 def test_a_local_cluster_refuses_an_unknown_protocol_and_says_what_ucx_needs():
     with pytest.raises(ValueError, match="protocol must be one of tcp, ucx"):
         local_cluster("cpu", 1, protocol="udp")
-    if importlib.util.find_spec("distributed_ucxx") is None:
+    with pytest.raises(ValueError, match="protocol ucx is for GPU workers"):
+        local_cluster("cpu", 1, protocol="ucx")
+    if not any(importlib.util.find_spec(m) for m in ("distributed_ucxx", "ucp")):
         with pytest.raises(ValueError, match="pip install distributed-ucxx"):
-            local_cluster("cpu", 1, protocol="ucx")
+            local_cluster("gpu", 1, protocol="ucx")
+
+
+class _OnTheDevice:
+    """Stands for a CuPy array: ``get()`` copies it to the host."""
+
+    def get(self):
+        return np.arange(3)
+
+
+@pytest.mark.parametrize(("address", "stays"), [("ucx://10.0.0.1:4000", True), ("ucxx://10.0.0.1:4000", True),
+                                                ("tcp://10.0.0.1:4000", False), ("inproc://10.0.0.1/1/2", False)])  # fmt: skip
+def test_a_result_stays_on_the_gpu_only_where_the_comms_are_ucx(address, stays, monkeypatch):
+    monkeypatch.setattr(distributed, "get_worker", lambda: types.SimpleNamespace(address=address))
+    result = _OnTheDevice()
+    sent = _to_send(result)
+    if stays:
+        assert sent is result
+    else:
+        np.testing.assert_array_equal(sent, np.arange(3))
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=needs_gpu)])
@@ -72,6 +94,7 @@ def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, protocol, rng):
         pytest.skip(f"a worker per GPU: {workers} workers need {workers} GPUs")
     points = CASES["with_duplicates"](rng, n=5000)
     with local_cluster("gpu", workers, protocol=protocol) as cluster, distributed.Client(cluster) as gpus:
+        assert all(address.startswith(protocol) for address in gpus.scheduler_info()["workers"])
         spread = DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu", client=gpus).fit(points)
     assert_same_fit(spread, DensityPeaks(kernel=kernel, suggest="gamma", backend="gpu").fit(points))
 
