@@ -363,7 +363,7 @@ def _tree_ids(tree: VPTree) -> np.ndarray:
 
 
 @_worker_task
-def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, costs: list, share: int) -> np.ndarray:
+def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, costs: list, share: int):
     rho_tree = get_backend(backend).rho_of_leaves(tree, dc, kernel, *cuts.run(share, costs))
     return _to_send(_compact_rho(rho_tree, kernel, tree.n_points))
 
