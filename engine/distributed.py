@@ -203,6 +203,11 @@ class Replicas:
 PROTOCOLS = ("tcp", "ucx")
 
 
+def ucx_comms_installed() -> bool:
+    """Whether Dask's UCX comms are installed (an optional extra): distributed-ucxx, or the older ucx-py."""
+    return any(importlib.util.find_spec(module) for module in ("distributed_ucxx", "ucp"))
+
+
 def local_cluster(backend: str, workers: int, threads: int = 1, protocol: str = "tcp"):
     """A Dask cluster on this host for ``Replicas``: one dask-cuda worker per GPU for ``backend="gpu"``, else
     ``workers`` CPU processes of ``threads`` each. ``protocol="ucx"`` moves the GPU workers' arrays GPU to GPU
@@ -212,7 +217,7 @@ def local_cluster(backend: str, workers: int, threads: int = 1, protocol: str = 
         raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     if protocol == "ucx" and backend != "gpu":  # CPU workers' host arrays went slower over UCX than over TCP
         raise ValueError("protocol ucx is for GPU workers (backend gpu); CPU workers use tcp")
-    if protocol == "ucx" and not any(importlib.util.find_spec(m) for m in ("distributed_ucxx", "ucp")):  # an extra
+    if protocol == "ucx" and not ucx_comms_installed():
         raise ValueError("protocol ucx needs the ucxx packages: pip install distributed-ucxx-cu13")
     quiet = {"dashboard_address": None, "silence_logs": logging.ERROR, "protocol": protocol}
     if backend == "gpu":

@@ -3,7 +3,6 @@ backend, on the random cases of the exactness tests: identical rho, delta, paren
 machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCUDACluster of a worker per GPU."""
 
 import copy
-import importlib.util
 import types
 
 import numpy as np
@@ -13,7 +12,7 @@ from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import Cuts, _to_send, balanced_cuts, fair_shares, local_cluster
+from dpstudio.engine.distributed import Cuts, _to_send, balanced_cuts, fair_shares, local_cluster, ucx_comms_installed
 
 from . import oracle
 from .datasets import CASES
@@ -39,7 +38,7 @@ def test_a_local_cluster_refuses_an_unknown_protocol_and_says_what_ucx_needs():
         local_cluster("cpu", 1, protocol="udp")
     with pytest.raises(ValueError, match="protocol ucx is for GPU workers"):
         local_cluster("cpu", 1, protocol="ucx")
-    if not any(importlib.util.find_spec(m) for m in ("distributed_ucxx", "ucp")):
+    if not ucx_comms_installed():
         with pytest.raises(ValueError, match="pip install distributed-ucxx"):
             local_cluster("gpu", 1, protocol="ucx")
 
@@ -86,8 +85,8 @@ def test_larger_sets_on_gpu_workers_equal_one_gpu(d, client, rng):
 @pytest.mark.parametrize("kernel", [pytest.param(k, marks=needs_gpu) for k in ("cutoff", "gaussian")])
 def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, protocol, rng):
     pytest.importorskip("dask_cuda")
-    if protocol == "ucx":
-        pytest.importorskip("distributed_ucxx")
+    if protocol == "ucx" and not ucx_comms_installed():
+        pytest.skip("Dask's UCX comms are not installed")
     import cupy  # noqa: PLC0415  (a GPU test)
 
     if cupy.cuda.runtime.getDeviceCount() < workers:
