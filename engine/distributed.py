@@ -2,11 +2,12 @@
 
 The points go to every worker once (one broadcast), and each worker builds the same VP-tree (the build is
 deterministic and cheap next to the queries). rho is computed by ranges of leaves, one range per worker, cut so
-that each range holds the same share of an estimated cost (``costs_of_leaves``, its sample measured by all workers:
-dense leaves cost far more than their count); on the CPU, 2-D cut-off rho, which one process takes from the strip
-sweep, by interleaved shares of its strips (so every worker gets a share of each dense region). On the GPU, cut-off
-rho counts each pair once, for both points, as one process does: a run counts the pairs with a point in it and
-the other in the same leaf or after it, so the runs before a run send it their part of its points' counts.
+that each range holds the same share of an estimated cost (``costs_of_leaves`` of a sample of leaves, which every
+worker measures itself, so no task waits for another's: dense leaves cost far more than their count); on the CPU,
+2-D cut-off rho, which one process takes from the strip sweep, by interleaved shares of its strips (so every worker
+gets a share of each dense region). On the GPU, cut-off rho counts each pair inside a range once, for both points,
+as one process does, and a pair across the range's boundaries for the range's own point; so a range's rho needs no
+other range's counts.
 
 The rho shares stay on the workers, which send them to each other and to the caller at once: every worker ranks
 all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
@@ -31,13 +32,10 @@ region) search the other regions. See the README's "Scale-out" section for what 
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import hashlib
 import importlib.util
 import logging
-import os
-import socket
 import threading
 import time
 
@@ -45,7 +43,7 @@ import numpy as np
 
 from .backends import get_backend
 from .cpu import strips
-from .cpu.density import costs_of_leaves, sampled_leaves, sampled_mean_rho
+from .cpu.density import sampled_leaves, sampled_mean_rho
 from .cpu.search import neighbour_graph
 from .vptree import NeighbourGraph, VPTree
 
@@ -81,14 +79,11 @@ class Replicas:
             raise RuntimeError(f"the workers built {len(signatures)} different trees over the same points")
         depth = signatures.pop()[0]
         # delta costs nearly the same per point: equal ranges of leaves, fixed, so each lists its neighbours once
-        self.n_leaves = 1 << depth
-        self.equal_cuts = Cuts(self.n_leaves, fixed=np.linspace(0, self.n_leaves, len(self.workers) + 1).astype(np.int64))
+        self.n_leaves, parts = 1 << depth, len(self.workers)
+        self.equal_cuts = Cuts(self.n_leaves, parts, fixed=np.linspace(0, self.n_leaves, parts + 1).astype(np.int64))
+        # rho's cost varies with the density: ranges cut from the costs of 512 sampled leaves per worker
+        self.balanced_cuts = Cuts(self.n_leaves, parts, leaves=sampled_leaves(self.n_leaves, 512 * parts) if parts > 1 else None)
         self.graphs = [self._on(w, _graph_rows, t, backend, self.equal_cuts, k) for k, w, t in self._shares()]
-        if len(self.workers) > 1:  # the cost pass, which balances the rho shares: the trees' balls on the host, and
-            # the cores each worker may take while all of them run it (its own where a worker is pinned, as dask-cuda
-            # pins each to its GPU's cores; its part of those it shares with others, as a LocalCluster's do)
-            self.balls = [self._on(w, _balls, t) for w, t in zip(self.workers, self.trees)]
-            self.cost_threads = fair_shares(client.run(_cores))
         self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker (checked)
         self._ids = None  # those on the caller's device, once fetched
 
@@ -126,34 +121,8 @@ class Replicas:
             mean_rho = sampled_mean_rho(tree, dc)  # one strip height for all, so the shares fit together
             parts = len(self.workers)
             return [self._on(w, _strips_share, t, dc, mean_rho, k, parts) for k, w, t in self._shares()]
-        once = self.backend == "gpu" and kernel == "cutoff"  # the GPU counts each cut-off pair once
-        cuts, costs = self._balanced_cuts(dc, kernel, once)
-        shares = self._shares()
-        if not once:
-            return [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, cuts, costs, k) for k, w, t in shares]
-        # each run counts its pairs once, for both points, so a run's points also take the counts of the runs before
-        # it; those stay on their workers (most of a run's part is its own points') and only the parts due go over
-        totals = [self._on(w, _cutoff_pair_totals, t, dc, cuts, costs, k) for k, w, t in shares]
-        rho_shares = []
-        for k, w, t in shares:
-            earlier = [self._on(v, _totals_of, u, totals[j], cuts, costs, k) for j, v, u in shares[:k]]
-            rho_shares.append(self._on(w, _rho_from_totals, t, totals[k], earlier, cuts, costs, k))
-        return rho_shares
-
-    def _balanced_cuts(self, dc: float, kernel: str, once: bool) -> tuple[Cuts, list]:
-        """Leaf cuts into runs of equal estimated rho cost (``once``: each pair counted once, by the earlier leaf),
-        and the futures of the costs they need: every worker measures an interleaved part of the sampled leaves
-        (512 per worker), and each share's task cuts from all the parts itself, so that neither the caller nor a
-        task in between waits for them."""
-        parts = len(self.workers)
-        if parts == 1:  # nothing to balance
-            return Cuts(self.n_leaves), []
-        leaves = sampled_leaves(self.n_leaves, 512 * parts)
-        costs = [
-            self._on(w, _leaf_costs, b, dc, kernel, leaves[k::parts], once, self.cost_threads[w])
-            for k, (w, b) in enumerate(zip(self.workers, self.balls))
-        ]  # fmt: skip
-        return Cuts(self.n_leaves, leaves=leaves), costs
+        cuts = self.balanced_cuts
+        return [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, cuts, k) for k, w, t in self._shares()]
 
     def _delta_shares(self, rho_shares: list) -> list:
         """Futures of (squared delta, parent) by equal runs of leaves, each worker ranking ``rho_shares`` itself."""
@@ -253,34 +222,33 @@ def in_point_order(shares: list, tree_ids, engine):
 
 @dataclasses.dataclass(frozen=True, eq=False)  # (arrays: no value equality)
 class Cuts:
-    """Where the shares' runs of leaves begin and end, as a task's argument: ``fixed`` cuts, or those that balance
-    the costs of the sampled ``leaves`` (measured by the workers, each an interleaved part, and given to ``run``),
-    or one run of all ``n_leaves``."""
+    """Where the ``parts`` shares' runs of leaves begin and end, as a task's argument: ``fixed`` cuts, or those that
+    balance the costs of the sampled ``leaves`` (given to ``run``), or one run of all ``n_leaves``."""
 
     n_leaves: int
+    parts: int = 1
     fixed: np.ndarray | None = None
     leaves: np.ndarray | None = None
 
-    def run(self, share: int, costs: list = ()) -> tuple[int, int]:
-        """First and last leaf (exclusive) of the share (``costs``: the workers' parts, for cuts that balance them)."""
+    def run(self, share: int, costs: np.ndarray | None = None) -> tuple[int, int]:
+        """First and last leaf (exclusive) of the share (``costs``: those of the sampled leaves, for cuts that
+        balance them)."""
         if self.fixed is not None:
             cuts = self.fixed
-        elif not costs:
+        elif self.leaves is None:
             cuts = np.array([0, self.n_leaves])
         else:  # each sampled leaf stands for the leaves up to the next; a cut falls where a sample's run begins
-            sampled = np.empty(self.leaves.shape[0], np.int64)
-            for k, part in enumerate(costs):
-                sampled[k :: len(costs)] = part
             starts = np.append(self.leaves, self.n_leaves)
-            cuts = starts[balanced_cuts(sampled * np.diff(starts), len(costs))]
+            cuts = starts[balanced_cuts(np.asarray(costs) * np.diff(starts), self.parts)]
         return int(cuts[share]), int(cuts[share + 1])
 
-
-def fair_shares(cores: dict) -> dict:
-    """Each worker's fair number of threads, given the (host, cores) each may run on: a core that k workers may all
-    run on counts 1/k for each (at least 1 thread)."""
-    sharing = collections.Counter((host, core) for host, mine in cores.values() for core in mine)
-    return {worker: max(1, round(sum(1 / sharing[host, core] for core in mine))) for worker, (host, mine) in cores.items()}
+    def balanced_run(self, engine, tree: VPTree, dc: float, kernel: str, share: int) -> tuple[int, int]:
+        """The share's run of rho's leaves, from the sampled leaves' costs measured here (the same on every worker:
+        the same tree, whole numbers); the GPU counts each cut-off pair inside a run once, by its earlier leaf."""
+        if self.leaves is None:
+            return self.run(share)
+        once = engine.name == "gpu" and kernel == "cutoff"
+        return self.run(share, engine.to_numpy(engine.costs_of_leaves(tree, dc, kernel, self.leaves, once)))
 
 
 def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
@@ -292,7 +260,7 @@ def balanced_cuts(costs: np.ndarray, parts: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# on the workers: trees, graphs, and arrays to send (the pair totals stay on the worker's GPU)
+# on the workers: trees, graphs, and arrays to send
 
 
 _ONE_TASK_AT_A_TIME = threading.Lock()
@@ -335,27 +303,6 @@ def _graph_rows(tree: VPTree, backend: str, cuts: Cuts, share: int) -> Neighbour
     return neighbour_graph(tree, first=first, last=last)
 
 
-@_worker_task
-def _balls(tree: VPTree) -> VPTree:
-    """The tree without its points, on the host: all that the cost pass reads (a GPU tree's, copied once)."""
-    small = {name: _host(getattr(tree, name)) for name in ("leaf_start", "center", "cover_radius")}
-    return dataclasses.replace(tree, coords=np.empty((tree.n_dims, 0), np.float32), **small)
-
-
-@_worker_task
-def _leaf_costs(balls: VPTree, dc: float, kernel: str, leaves: np.ndarray, once: bool, threads: int) -> np.ndarray:
-    """The worker's part of the cost pass, on its fair share of its host's cores rather than its Dask threads (a
-    GPU worker has one, and this host pass on one core took 0.45 s of a 20M call, every share waiting for it)."""
-    _numba_threads(threads)
-    return costs_of_leaves(balls, dc, kernel, leaves, once)
-
-
-def _cores() -> tuple[str, list[int]]:
-    """This worker's host and the cores it may run on (``client.run``)."""
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    return socket.gethostname(), sorted(cores)
-
-
 def _numba_threads(threads: int) -> None:
     import numba  # noqa: PLC0415
 
@@ -368,40 +315,10 @@ def _tree_ids(tree: VPTree) -> np.ndarray:
 
 
 @_worker_task
-def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, costs: list, share: int):
-    rho_tree = get_backend(backend).rho_of_leaves(tree, dc, kernel, *cuts.run(share, costs))
+def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, share: int):
+    engine = get_backend(backend)
+    rho_tree = engine.rho_of_leaves(tree, dc, kernel, *cuts.balanced_run(engine, tree, dc, kernel, share))
     return _to_send(_compact_rho(rho_tree, kernel, tree.n_points))
-
-
-@_worker_task
-def _cutoff_pair_totals(tree: VPTree, dc: float, cuts: Cuts, costs: list, share: int):
-    """The run's part of every point's cut-off count, kept on this worker's GPU (tree order, float64)."""
-    return get_backend("gpu").cutoff_pair_totals(tree, dc, *cuts.run(share, costs))
-
-
-@_worker_task
-def _totals_of(tree: VPTree, totals, cuts: Cuts, costs: list, share: int):
-    """An earlier run's part of the counts of the points of a later ``share``, to send: uint32, or (positions,
-    counts) of the non-zero ones where those are fewer than half (a small dc reaches few points of another run)."""
-    start, end = _positions(tree, *cuts.run(share, costs))
-    counts = totals[start:end].astype(np.uint32)
-    at = counts.nonzero()[0]
-    return _to_send(counts) if 2 * at.shape[0] >= counts.shape[0] else (_to_send(at.astype(np.int32)), _to_send(counts[at]))
-
-
-@_worker_task
-def _rho_from_totals(tree: VPTree, totals, earlier: list, cuts: Cuts, costs: list, share: int):
-    """Cut-off rho of the run's points (tree order): its own part of their counts plus the earlier runs' parts."""
-    engine = get_backend("gpu")
-    start, end = _positions(tree, *cuts.run(share, costs))
-    counts = totals[start:end].astype(np.uint32)
-    for part in earlier:
-        if isinstance(part, tuple):
-            at, values = engine.asarray(part[0]), engine.asarray(part[1])
-            counts[at] += values
-        else:
-            counts += engine.asarray(part)
-    return _to_send(counts - 1)  # each point counted itself
 
 
 @_worker_task
@@ -415,8 +332,7 @@ def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: in
 def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list):
     """(squared delta, parent) of the share, the density ranking made here from every share of rho."""
     engine = get_backend(backend)
-    rho = in_point_order(rho_shares, tree.ids, engine).astype(np.float64)
-    _, rank = engine.density_order(rho)
+    _, rank = engine.density_order(in_point_order(rho_shares, tree.ids, engine))  # cut-off counts stay uint32
     delta2, parent = engine.delta_of_leaves(tree, rank[tree.ids], *cuts.run(share), graph)
     return _to_send(delta2), _to_send(_compact(parent, tree.n_points))
 

@@ -186,6 +186,8 @@ def sampled_mean_rho(tree: VPTree, dc: float, n_leaves: int = 16) -> float:
 def density_order(rho_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, rank): points from densest to sparsest, ties by index; rank[i] = position of i in that order."""
     n = rho_values.shape[0]
+    if rho_values.dtype.kind == "u":  # counts from Dask's workers, as uint32: signed, so that -rho means the order
+        rho_values = rho_values.astype(np.int64)
     if n and rho_values.max() < n and np.array_equal(rho_values, np.floor(rho_values)) and rho_values.min() >= 0:
         return _counting_order(rho_values.astype(np.int64))  # cut-off counts: O(N), 10x faster than argsort
     order = _ties_by_index(np.argsort(-rho_values), rho_values)

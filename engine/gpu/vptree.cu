@@ -205,14 +205,71 @@ extern "C" __global__ void node_extents(const float* __restrict__ coords, i64 n,
     }
 }
 
-// minimum of an int value over every node's run (tree-order values; an empty node keeps the initial INT_MAX):
-// one warp per leaf reduces its points, then lane l lowers the leaf's ancestor of level l
-extern "C" __global__ void node_min(const int* __restrict__ values, const i64* __restrict__ leaf_start, int depth,
+// minimum of an int value over every leaf's run (tree-order values; an empty leaf keeps the initial INT_MAX): one
+// warp per leaf, each writing its own entry (the levels above take the minimum of two children, _node_min)
+extern "C" __global__ void leaf_min(const int* __restrict__ values, const i64* __restrict__ leaf_start, int depth,
                                     int* __restrict__ out) {
     LeafWarp w;
     if (!leaf_warp(leaf_start, depth, w)) return;
     const int m = __reduce_min_sync(FULL_MASK, w.active ? values[w.p] : 0x7fffffff);
-    if (w.lane <= depth) atomicMin(out + (1LL << w.lane) - 1 + (w.leaf >> (depth - w.lane)), m);
+    if (w.lane == 0) out[w.own] = m;
+}
+
+// The cost pass that balances a Dask cluster's rho shares (distributed.py), as the CPU's costs_of_leaves computes it,
+// bit for bit (the same bounds, in double): a listed leaf's points times 1 + the points of the leaves its ball's
+// bounds leave undecided (with `once`, only those from its own leaf on). One warp per listed leaf walks the tree
+// touching no point, its lanes testing the top 32 nodes of the warp's stack at a time. The stack stays sorted by level
+// (children go on top, in their parents' order), so a round takes nodes of a level only while fewer than 32 of the
+// levels below them are left, and adds at most 64: no level ever holds 96, and 28 levels fit in COST_STACK (a walk
+// that would pass it sets `overflow` instead of writing past it).
+#define COST_WARPS 2
+#define COST_STACK (96 * 28)
+extern "C" __global__ void __launch_bounds__(32 * COST_WARPS)
+    leaf_costs(const i64* __restrict__ leaf_start, const float* __restrict__ center, const float* __restrict__ radius,
+               int d, int depth, double reach_lo, double reach_hi, int gaussian, double slack,
+               const i64* __restrict__ leaves, i64 n_listed, int once, i64* __restrict__ costs, int* __restrict__ overflow) {
+    __shared__ int stacks[COST_WARPS][COST_STACK];
+    const i64 i = (blockIdx.x * (i64)blockDim.x + threadIdx.x) >> 5;
+    if (i >= n_listed) return;  // the whole warp at once
+    const int lane = threadIdx.x & 31;
+    int* stack = stacks[threadIdx.x >> 5];
+    const i64 leaf = leaves[i], first_leaf_node = (1LL << depth) - 1;
+    const float* own_centre = center + (first_leaf_node + leaf) * d;
+    const double pad = (double)radius[first_leaf_node + leaf] * (1.0 + slack);  // any query of the leaf is this near
+    i64 scanned = 0;
+    if (lane == 0) stack[0] = 0;
+    int top = 1;
+    __syncwarp();
+    while (top > 0) {
+        const int take = min(top, 32);
+        top -= take;
+        const int node = lane < take ? stack[top + lane] : 0;
+        __syncwarp();  // every lane has read its node before the children overwrite the entries
+        bool split = false;
+        if (lane < take) {
+            const Bounds b = ball_bounds(sq_rows(own_centre, center + (i64)node * d, d), radius[node], slack);
+            const bool reached = !(b.lower - pad >= reach_hi), certain = !gaussian && b.upper + pad < reach_lo;
+            if (reached && !certain) {
+                const i64 j = node - first_leaf_node;
+                if (j < 0) split = true;  // an internal node
+                else if (!once || j >= leaf) scanned += leaf_start[j + 1] - leaf_start[j];
+            }
+        }
+        const unsigned splitting = __ballot_sync(FULL_MASK, split);
+        if (top + 2 * __popc(splitting) > COST_STACK) {
+            if (lane == 0) atomicExch(overflow, 1);
+            return;
+        }
+        if (split) {
+            const int at = top + 2 * __popc(splitting & ((1u << lane) - 1));
+            stack[at] = 2 * node + 1;
+            stack[at + 1] = 2 * node + 2;
+        }
+        top += 2 * __popc(splitting);
+        __syncwarp();
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) scanned += __shfl_xor_sync(FULL_MASK, scanned, offset);
+    if (lane == 0) costs[i] = (leaf_start[leaf + 1] - leaf_start[leaf]) * (scanned + 1);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -553,8 +610,10 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
 // tally, which each of the node's points takes at the end (add_node_tallies); a leaf tile gives the undecided lanes
 // their rows and the leaf's points their columns. The pair counts are the same as every point counting all of
 // its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
-// Over the leaves [first_leaf, last_leaf) only (a Dask worker's share) it counts the pairs with a point there and
-// the other in the same leaf or after it: that share's part of every point's count, later shares' points included.
+// Over the leaves [first_leaf, last_leaf) only (a Dask worker's run), the run's points get their whole counts: a
+// pair inside the run is counted once for both, a pair with the other point before or after the run for the run's
+// point (the node tallies and columns it also gives points outside the run are left unread), so a run needs no
+// other run's counts and only its boundary's pairs are counted twice, once by each run.
 template <bool TENSOR>
 __global__ void LEAF_KERNEL_BOUNDS
     pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const float* __restrict__ center,
@@ -571,6 +630,7 @@ __global__ void LEAF_KERNEL_BOUNDS
     QueryRows rows;
     if (TENSOR) rows = query_rows(coords, n, d, w.qs, w.qe, center + w.own * d, lane);
     int total = 0;
+    const i64 run_start = leaf_start[first_leaf];
 
     Visit stack[STACK];
     stack[0] = {0, 0, (int)n, __ballot_sync(FULL_MASK, w.active)};
@@ -578,8 +638,9 @@ __global__ void LEAF_KERNEL_BOUNDS
     while (top > 0) {
         const Visit v = stack[--top];
         const int mid = child_split(leaf_start, depth, v.node);
-        if (v.end <= w.qs) continue;  // before the own leaf
-        const bool after = v.start >= w.qe;  // else the node holds the own leaf: split it untested
+        if (v.start >= run_start && v.end <= w.qs) continue;  // in the run before the own leaf, which counted the pair
+        const bool after = v.start >= w.qe || v.end <= run_start;  // else it holds the own leaf or the run's start:
+                                                                    // split it untested
         const int level = node_level(v.node);
         unsigned undecided = v.lanes;
         if (after && (!TENSOR || level < depth)) {  // with tensor tiles a leaf is scanned untested: in high d its

@@ -3,6 +3,7 @@ backend, on the random cases of the exactness tests: identical rho, delta, paren
 machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCUDACluster of a worker per GPU."""
 
 import copy
+import dataclasses
 import types
 
 import numpy as np
@@ -12,7 +13,7 @@ from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import Cuts, _to_send, balanced_cuts, fair_shares, local_cluster, ucx_comms_installed
+from dpstudio.engine.distributed import Cuts, _to_send, balanced_cuts, local_cluster, ucx_comms_installed
 
 from . import oracle
 from .datasets import CASES
@@ -101,9 +102,8 @@ def test_a_local_cuda_cluster_equals_one_gpu(kernel, workers, protocol, rng):
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=needs_gpu)])
 @pytest.mark.parametrize("case", ["blobs", "with_duplicates", "integer_grid", "uniform_deep", "two_points"])
 def test_three_workers_of_two_threads_give_the_single_process_result(case, backend, rng):
-    """An odd number of shares (strips, cost-balanced leaves, equal leaves; on the GPU the last run takes parts of
-    the counts from both before it, dense at the 2% rule and sparse at a small dc), each worker running parallel
-    kernels."""
+    """An odd number of shares (strips, cost-balanced leaves, equal leaves; on the GPU a middle run of cut-off pair
+    counts with runs on both sides, at the 2% rule and at a small dc), each worker running parallel kernels."""
     points = CASES[case](rng)
     with distributed.LocalCluster(n_workers=3, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as three:
@@ -111,15 +111,6 @@ def test_three_workers_of_two_threads_give_the_single_process_result(case, backe
                 spread = DensityPeaks(kernel=kernel, dc_percent=percent, suggest="gamma", backend=backend, client=three).fit(points)
                 alone = DensityPeaks(kernel=kernel, dc_percent=percent, suggest="gamma", backend=backend).fit(points)
                 assert_same_fit(spread, alone)
-
-
-def test_each_worker_takes_its_fair_share_of_the_cores_for_the_cost_pass():
-    pinned = {"a": ("gpu-host", [0, 1, 2, 3]), "b": ("gpu-host", [4, 5, 6, 7])}  # dask-cuda: a GPU's cores each
-    shared = {"a": ("cpu-host", [0, 1, 2, 3]), "b": ("cpu-host", [0, 1, 2, 3]), "c": ("cpu-host", [0, 1, 2, 3])}
-    hosts = {"a": ("one", [0, 1]), "b": ("two", [0, 1])}  # the same core numbers on two machines
-    assert fair_shares(pinned) == {"a": 4, "b": 4}
-    assert fair_shares(shared) == {"a": 1, "b": 1, "c": 1}
-    assert fair_shares(hosts) == {"a": 2, "b": 2}
 
 
 def test_shares_that_miss_a_point_or_give_one_twice_raise():
@@ -194,21 +185,35 @@ def test_shares_of_leaves_add_up_to_the_whole(rng):
 @pytest.mark.gpu
 @pytest.mark.skipif(gpu is None, reason="no GPU")
 @pytest.mark.parametrize("case", ["with_duplicates", "integer_grid", "blobs"])
-def test_gpu_runs_of_pair_counts_add_up_to_the_brute_force_counts(case, rng):
-    """What each GPU worker computes for cut-off rho: its run's part of every point's count (each pair once, for
-    both points), zero before the run; the parts of runs cut anywhere add up to the brute-force counts."""
+def test_gpu_runs_of_pair_counts_give_their_points_the_brute_force_counts(case, rng):
+    """What each GPU worker computes for cut-off rho: its run's points' whole counts (pairs inside the run counted
+    once for both points, pairs across its boundaries for its own point), whatever runs the leaves are cut into."""
     points = CASES[case](rng).astype(np.float32)
     tree = gpu.build_vptree(gpu.asarray(points))
     leaves, ids = 1 << tree.depth, gpu.to_numpy(tree.ids)
     dc = float(np.quantile(oracle.rule_sq_dists(points[:300]), 0.05)) ** 0.5
-    expected = oracle.rho(oracle.rule_sq_dists(points), dc, "cutoff")[ids] + 1  # tree order, the point itself too
-    cuts = np.unique(np.concatenate(([0, leaves], rng.integers(0, leaves, 3))))
-    total = np.zeros(len(points))
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        part = gpu.to_numpy(gpu.cutoff_pair_totals(tree, dc, int(a), int(b)))
-        assert not part[: int(tree.leaf_start[a])].any()
-        total += part
-    np.testing.assert_array_equal(total, expected)
+    expected = oracle.rho(oracle.rule_sq_dists(points), dc, "cutoff")[ids]  # tree order
+    cuts = np.concatenate(([0], np.sort(rng.choice(np.arange(1, leaves), 3, replace=False)), [leaves]))  # 4 runs
+    runs = [gpu.to_numpy(gpu.rho_of_leaves(tree, dc, "cutoff", int(a), int(b))) for a, b in zip(cuts[:-1], cuts[1:])]
+    np.testing.assert_array_equal(np.concatenate(runs), expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(gpu is None, reason="no GPU")
+@pytest.mark.parametrize("case", ["with_duplicates", "integer_grid", "blobs", "uniform_deep", "two_points", "deep_blobs"])
+def test_gpu_leaf_costs_equal_the_cpu_pass_over_the_same_tree(case, rng):
+    """Every worker's cost pass on the GPU: the CPU's costs_of_leaves over the GPU tree's own balls, exactly (the
+    shares must be cut the same on every worker), at a small, a middle and a huge reach, both kernels, once or not;
+    deep_blobs (14 levels, the reach of the 2% rule crossing thousands of nodes) fills the walks' stacks most."""
+    points = (CASES["blobs"](rng, n=400_000) if case == "deep_blobs" else CASES[case](rng)).astype(np.float32)
+    tree = gpu.build_vptree(gpu.asarray(points))
+    host = dataclasses.replace(tree, **{name: gpu.to_numpy(getattr(tree, name)) for name in ("coords", "leaf_start", "center", "cover_radius")})
+    leaves = sampled_leaves(1 << tree.depth, 2048)
+    spread = float(np.ptp(points, axis=0).max()) or 1.0
+    for dc in (spread / 500, spread / 20, 2 * spread):
+        for kernel, once in (("cutoff", True), ("cutoff", False), ("gaussian", False)):
+            expected = costs_of_leaves(host, dc, kernel, leaves, once)
+            np.testing.assert_array_equal(gpu.to_numpy(gpu.costs_of_leaves(tree, dc, kernel, leaves, once)), expected)
 
 
 def test_leaf_costs_of_pairs_counted_once_leave_out_earlier_leaves(rng):
@@ -232,12 +237,12 @@ def test_balanced_cuts_give_each_part_its_share(parts, rng):
 
 
 @pytest.mark.parametrize("parts", [2, 3])
-def test_cuts_from_the_workers_parts_of_the_sampled_costs(parts, rng):
-    """Each worker measured every parts-th sampled leaf; every share's task puts the parts together the same way."""
+def test_cuts_from_the_sampled_costs(parts, rng):
+    """Each sampled leaf's cost stands for the leaves up to the next sampled one."""
     n_leaves, leaves = 1 << 12, sampled_leaves(1 << 12, 64)
     sampled = rng.integers(0, 100, leaves.shape[0]) ** 2
-    cuts = Cuts(n_leaves, leaves=leaves)
-    runs = [cuts.run(k, [sampled[j::parts] for j in range(parts)]) for k in range(parts)]
+    cuts = Cuts(n_leaves, parts, leaves=leaves)
+    runs = [cuts.run(k, sampled) for k in range(parts)]
     starts = np.append(leaves, n_leaves)
     every_leaf = balanced_cuts(np.repeat(sampled, n_leaves // leaves.shape[0]), parts)
     expected = starts[np.searchsorted(starts, every_leaf)]  # the same, rounded up to where a sampled run begins

@@ -139,3 +139,39 @@ def test_shared_index_and_projection_on_the_gpu(rng):
     np.testing.assert_array_equal(second.labels_, reference.labels_)
     np.testing.assert_allclose(cp.asnumpy(pca_2d(shared.points, cp)), pca_2d(points, np), rtol=1e-4, atol=1e-4)
     gpu.free_memory()
+
+
+@pytest.mark.parametrize("depth", [None, 12])  # 12: past the fewest levels, so some leaves are empty
+def test_node_minima_and_maxima_are_those_of_each_nodes_run(depth, rng):
+    """The per-node bounds every pruning walk reads (delta, halo, updates, the MST): a node's run's min and max,
+    INT32_MAX / INT32_MIN for an empty node, against a plain loop over the runs."""
+    points = blobs(rng, n=3000).astype(np.float32)
+    tree = gpu.build_vptree(gpu.asarray(points), depth=depth)
+    values = rng.integers(-(2**31), 2**31 - 1, tree.n_points, dtype=np.int32)
+    values[rng.integers(0, tree.n_points, 50)] = values[0]  # ties
+    leaf_start = gpu.to_numpy(tree.leaf_start)
+    lowest, highest = np.empty(tree.n_nodes, np.int32), np.empty(tree.n_nodes, np.int32)
+    for level in range(tree.depth + 1):
+        shift = tree.depth - level
+        for j in range(1 << level):
+            run = values[leaf_start[j << shift] : leaf_start[(j + 1) << shift]]
+            lowest[(1 << level) - 1 + j] = run.min() if run.size else np.iinfo(np.int32).max
+            highest[(1 << level) - 1 + j] = run.max() if run.size else np.iinfo(np.int32).min
+    assert depth is None or (lowest == np.iinfo(np.int32).max).any()  # the empty leaves are there
+    np.testing.assert_array_equal(gpu.to_numpy(gpu._node_min(gpu.asarray(values), tree)), lowest)
+    np.testing.assert_array_equal(gpu.to_numpy(gpu._node_max(gpu.asarray(values), tree)), highest)
+
+
+@pytest.mark.parametrize("values", ["counts", "counts as uint32", "large counts", "real"])
+def test_density_order_is_the_cpus_whatever_the_values_type(values, rng):
+    """Whole counts take the GPU's uint32 sort, anything else the float64 one: the same order, ties by index."""
+    n = 20_000
+    rho = rng.integers(0, 40, n).astype(np.float64)  # many ties
+    if values == "large counts":
+        rho[::7] = 2.0**32 + rng.integers(0, 3, rho[::7].shape[0])  # past uint32: the float64 sort
+    elif values == "real":
+        rho = rho + rng.choice([0.0, 0.5, 0.25], n)
+    expected = get_backend("cpu").density_order(rho)
+    given = gpu.density_order(gpu.asarray(rho.astype(np.uint32) if values == "counts as uint32" else rho))
+    for name, a, b in zip(("order", "rank"), given, expected):
+        np.testing.assert_array_equal(gpu.to_numpy(a), b, err_msg=name)
