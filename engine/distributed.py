@@ -5,9 +5,10 @@ deterministic and cheap next to the queries). rho is computed by ranges of leave
 that each range holds the same share of an estimated cost (``costs_of_leaves`` of a sample of leaves, which every
 worker measures itself, so no task waits for another's: dense leaves cost far more than their count); on the CPU,
 2-D cut-off rho, which one process takes from the strip sweep, by interleaved shares of its strips (so every worker
-gets a share of each dense region). On the GPU, cut-off rho counts each pair inside a range once, for both points,
-as one process does, and a pair across the range's boundaries for the range's own point; so a range's rho needs no
-other range's counts.
+gets a share of each dense region). On the GPU, cut-off rho counts each pair once, for both points, as one process
+does: a range counts the pairs with a point in it and the other in the same leaf or after it, and sends, with its
+own points' counts, its part of the later points' (only the non-zero ones where they are few, as at a small dc);
+whoever gathers the shares adds them up, so no range waits for another's.
 
 The rho shares stay on the workers, which send them to each other and to the caller at once: every worker ranks
 all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
@@ -122,6 +123,8 @@ class Replicas:
             parts = len(self.workers)
             return [self._on(w, _strips_share, t, dc, mean_rho, k, parts) for k, w, t in self._shares()]
         cuts = self.balanced_cuts
+        if self.backend == "gpu" and kernel == "cutoff":  # each pair counted once
+            return [self._on(w, _cutoff_counts, t, dc, cuts, k) for k, w, t in self._shares()]
         return [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, cuts, k) for k, w, t in self._shares()]
 
     def _delta_shares(self, rho_shares: list) -> list:
@@ -201,12 +204,23 @@ def local_cluster(backend: str, workers: int, threads: int = 1, protocol: str = 
     return LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, **quiet)
 
 
+def counted_run(own, later) -> dict:
+    """A GPU run's cut-off counts, each pair counted once (``cutoff_pair_totals``): its ``own`` points' counts, and
+    its part of the ``later`` points' counts, whole or as (positions after the run, counts) of the non-zero ones. A
+    dict, which Dask sends item by item (GPU to GPU over UCX), where it would pickle a class through host memory."""
+    return {"own": own, "later": later}
+
+
 def in_point_order(shares: list, tree_ids, engine):
     """One point-order array on ``engine``'s device from rho or delta shares: runs of the tree order, concatenated
-    and put back through ``tree_ids``, or strips' (point ids, values). Shares that miss a point or give one twice
-    are a bug, never a result: they raise."""
+    and put back through ``tree_ids``, ``counted_run``s likewise once added up, or strips' (point ids, values).
+    Shares that miss a point or give one twice are a bug, never a result: they raise."""
     xp, n = engine.xp, tree_ids.shape[0]
-    if isinstance(shares[0], tuple):
+    if isinstance(shares[0], dict):
+        ids, values = tree_ids, _cutoff_rho_of_runs(shares, engine)
+        if values.shape[0] != n:
+            raise RuntimeError(f"the workers' shares give {values.shape[0]} values for {n} points")
+    elif isinstance(shares[0], tuple):
         ids = xp.concatenate([engine.asarray(i) for i, _ in shares])
         values = xp.concatenate([engine.asarray(v) for _, v in shares])
         if ids.shape[0] != n or bool((xp.bincount(ids, minlength=n) != 1).any()):
@@ -218,6 +232,23 @@ def in_point_order(shares: list, tree_ids, engine):
     out = xp.empty(n, values.dtype)
     out[ids] = values
     return out
+
+
+def _cutoff_rho_of_runs(runs: list, engine):
+    """Cut-off rho in tree order (uint32) from ``counted_run``s: each run's own counts plus the earlier runs' parts
+    of them, less every point's pair with itself."""
+    counts = engine.xp.concatenate([engine.asarray(run["own"]) for run in runs])
+    end = 0
+    for run in runs:
+        end += run["own"].shape[0]
+        if isinstance(run["later"], tuple):
+            at, values = (engine.asarray(part) for part in run["later"])
+            counts[end + at] += values
+        elif run["later"].shape[0] == counts.shape[0] - end:
+            counts[end:] += engine.asarray(run["later"])
+        else:
+            raise RuntimeError("the workers' runs of cut-off counts do not fit together")
+    return counts - 1
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # (arrays: no value equality)
@@ -319,6 +350,23 @@ def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cut
     engine = get_backend(backend)
     rho_tree = engine.rho_of_leaves(tree, dc, kernel, *cuts.balanced_run(engine, tree, dc, kernel, share))
     return _to_send(_compact_rho(rho_tree, kernel, tree.n_points))
+
+
+@_worker_task
+def _cutoff_counts(tree: VPTree, dc: float, cuts: Cuts, share: int) -> dict:
+    """The run's cut-off pair counts on the GPU (uint32: whole counts below 2**32), each pair counted once: the
+    later points' part as (positions, counts) of the non-zero ones where those are fewer than half."""
+    engine = get_backend("gpu")
+    first, last = cuts.balanced_run(engine, tree, dc, "cutoff", share)
+    start, end = _positions(tree, first, last)
+    totals = engine.cutoff_pair_totals(tree, dc, first, last)
+    later = totals[end:].astype(np.uint32)
+    at = later.nonzero()[0]
+    if 2 * at.shape[0] < later.shape[0]:
+        later = (_to_send(at.astype(np.int32)), _to_send(later[at]))
+    else:
+        later = _to_send(later)
+    return counted_run(_to_send(totals[start:end].astype(np.uint32)), later)
 
 
 @_worker_task

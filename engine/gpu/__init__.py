@@ -277,10 +277,10 @@ def rho(tree: VPTree, dc: float, kernel: str, progress=None) -> cp.ndarray:
 
 @_gpu_memory("computing rho")
 def cutoff_pair_totals(tree: VPTree, dc: float, first_leaf: int, last_leaf: int) -> cp.ndarray:
-    """Cut-off pair counts (float64, tree order, each point's pair with itself included) of the points of leaves
-    [first_leaf, last_leaf): rho + 1 there, the rest unread. Each pair inside the run is counted once for both of
-    its points; a pair with the other point outside the run, for the run's point only. So a Dask worker's run needs
-    no other run's counts, and only the pairs across its boundaries are counted twice, once by each run."""
+    """Cut-off pair counts (float64, tree order, each point's pair with itself included) of the pairs with a point
+    in leaves [first_leaf, last_leaf) and the other in the same leaf or after it, each pair counted once for both
+    of its points. Over all leaves: rho + 1. Over a run of leaves: that run's part of every point's count, zero
+    before the run; the parts of all runs add up to the whole, so Dask workers' shares need no twice-counted pair."""
     n, d, depth = tree.n_points, tree.n_dims, tree.depth
     reach2, reach_lo, reach_hi = reach_rule(dc, d)
     count = cp.zeros(n, cp.uint32)  # the counters must start at zero
@@ -314,11 +314,13 @@ def costs_of_leaves(tree: VPTree, dc: float, kernel: str, leaves, once: bool = F
 
 @_gpu_memory("computing rho")
 def rho_of_leaves(tree: VPTree, dc: float, kernel: str, first_leaf: int, last_leaf: int) -> cp.ndarray:
-    """rho (float64) of the points of leaves [first_leaf, last_leaf), in tree order: one worker's share of ``rho``."""
+    """Gaussian rho (float64) of the points of leaves [first_leaf, last_leaf), in tree order: one worker's share of
+    ``rho``. Cut-off rho counts each pair once, so a share's counts come from ``cutoff_pair_totals`` and the shares
+    before it."""
+    if kernel != "gaussian":
+        raise ValueError("a run of leaves' cut-off rho needs the runs before it: see cutoff_pair_totals")
     start, end = int(tree.leaf_start[first_leaf]), int(tree.leaf_start[last_leaf])
-    if kernel == "gaussian":
-        return _gaussian_rho(tree, dc, first_leaf, last_leaf)[start:end]
-    return cutoff_pair_totals(tree, dc, first_leaf, last_leaf)[start:end] - 1.0  # each point counted itself
+    return _gaussian_rho(tree, dc, first_leaf, last_leaf)[start:end]
 
 
 def _gaussian_rho(tree: VPTree, dc: float, first_leaf: int, last_leaf: int) -> cp.ndarray:

@@ -9,11 +9,13 @@ import types
 import numpy as np
 import pytest
 
-from dpstudio.engine import DensityPeaks, IndexedPoints
+from dpstudio.engine import DensityPeaks, IndexedPoints, get_backend
 from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of_leaves, sampled_leaves
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
-from dpstudio.engine.distributed import Cuts, _to_send, balanced_cuts, local_cluster, ucx_comms_installed
+from dpstudio.engine.distributed import (
+    Cuts, _to_send, balanced_cuts, counted_run, in_point_order, local_cluster, ucx_comms_installed,
+)  # fmt: skip
 
 from . import oracle
 from .datasets import CASES
@@ -113,17 +115,20 @@ def test_three_workers_of_two_threads_give_the_single_process_result(case, backe
                 assert_same_fit(spread, alone)
 
 
-def test_shares_that_miss_a_point_or_give_one_twice_raise():
-    from dpstudio.engine import get_backend
-    from dpstudio.engine.distributed import in_point_order
-
+def test_shares_go_back_to_point_order_and_those_that_miss_a_point_or_give_one_twice_raise():
     cpu, ids = get_backend("cpu"), np.array([2, 0, 1, 3])
     np.testing.assert_array_equal(in_point_order([np.array([5.0, 6.0]), np.array([7.0, 8.0])], ids, cpu), [6.0, 7.0, 5.0, 8.0])
     np.testing.assert_array_equal(in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 2]), np.array([3, 4]))], ids, cpu), [3, 2, 4, 1])
+    # counted runs of tree positions 0-1, 2 and 3: 5 5 | 5 + 1 | 4 + 2 + 3 with the earlier runs' parts, less 1 each
+    u32 = lambda *values: np.array(values, np.uint32)  # noqa: E731
+    runs = [counted_run(u32(5, 5), u32(1, 2)), counted_run(u32(5), (np.array([0], np.int32), u32(3))), counted_run(u32(4), u32())]
+    np.testing.assert_array_equal(in_point_order(runs, ids, cpu), [4, 5, 4, 8])
     with pytest.raises(RuntimeError):
         in_point_order([np.array([5.0, 6.0, 7.0])], ids, cpu)
     with pytest.raises(RuntimeError):
         in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 1]), np.array([3, 4]))], ids, cpu)
+    with pytest.raises(RuntimeError):
+        in_point_order(runs[:2], ids, cpu)
 
 
 def test_an_index_without_the_estimators_client_is_refused(client, rng):
@@ -185,17 +190,27 @@ def test_shares_of_leaves_add_up_to_the_whole(rng):
 @pytest.mark.gpu
 @pytest.mark.skipif(gpu is None, reason="no GPU")
 @pytest.mark.parametrize("case", ["with_duplicates", "integer_grid", "blobs"])
-def test_gpu_runs_of_pair_counts_give_their_points_the_brute_force_counts(case, rng):
-    """What each GPU worker computes for cut-off rho: its run's points' whole counts (pairs inside the run counted
-    once for both points, pairs across its boundaries for its own point), whatever runs the leaves are cut into."""
+def test_gpu_runs_of_pair_counts_add_up_to_the_brute_force_counts(case, rng):
+    """What each GPU worker computes for cut-off rho: its run's part of every point's count (each pair once, for
+    both points), zero before the run; the parts of runs cut anywhere add up to the brute-force counts, and so do
+    the shares the workers send (their own points' counts, and the later points' part, whole or the non-zero ones)."""
     points = CASES[case](rng).astype(np.float32)
     tree = gpu.build_vptree(gpu.asarray(points))
     leaves, ids = 1 << tree.depth, gpu.to_numpy(tree.ids)
     dc = float(np.quantile(oracle.rule_sq_dists(points[:300]), 0.05)) ** 0.5
     expected = oracle.rho(oracle.rule_sq_dists(points), dc, "cutoff")[ids]  # tree order
     cuts = np.concatenate(([0], np.sort(rng.choice(np.arange(1, leaves), 3, replace=False)), [leaves]))  # 4 runs
-    runs = [gpu.to_numpy(gpu.rho_of_leaves(tree, dc, "cutoff", int(a), int(b))) for a, b in zip(cuts[:-1], cuts[1:])]
-    np.testing.assert_array_equal(np.concatenate(runs), expected)
+    total, shares = np.zeros(len(points)), []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = gpu.to_numpy(gpu.cutoff_pair_totals(tree, dc, int(a), int(b)))
+        start, end = int(tree.leaf_start[a]), int(tree.leaf_start[b])
+        assert not part[:start].any()
+        total += part
+        later = part[end:].astype(np.uint32)
+        sparse = (np.flatnonzero(later).astype(np.int32), later[later > 0])
+        shares.append(counted_run(part[start:end].astype(np.uint32), sparse if len(shares) % 2 else later))
+    np.testing.assert_array_equal(total, expected + 1)  # the point itself too
+    np.testing.assert_array_equal(in_point_order(shares, ids, get_backend("cpu")), oracle.rho(oracle.rule_sq_dists(points), dc, "cutoff"))
 
 
 @pytest.mark.gpu
