@@ -13,8 +13,9 @@ whoever gathers the shares adds them up, so no range waits for another's.
 The rho shares stay on the workers, which send them to each other and to the caller at once: every worker ranks
 all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
 of leaves, each CPU worker holding the neighbour lists of its own range only. So per call the caller sends the
-tasks alone and receives rho (cut-off counts as uint32), squared delta (float32) and parents (int32), and the
-delta kernels run while it gathers rho. GPU workers keep these arrays on their GPU where Dask's comms are UCX
+tasks alone and receives rho (cut-off counts as uint32), squared delta (float32) and parents (int32); CPU workers'
+delta runs while it gathers rho (a GPU worker sends rho once its GPU is idle: sending a CuPy array synchronises
+the device, so after its delta kernels). GPU workers keep these arrays on their GPU where Dask's comms are UCX
 (GPU to GPU, over NVLink where there is one; ``local_cluster(..., protocol="ucx")``), and copy them to host memory
 for TCP. Shares of leaves come back in the workers' tree order (checked to be the
 same on every worker), strip shares with their point indices; the gathered arrays are exactly a single backend's
@@ -95,7 +96,7 @@ class Replicas:
 
         The rho shares stay on the workers: every worker ranks the points from all shares itself (the same rule
         as the caller's) and computes delta of its own share, while the caller gathers rho. So the ranking never
-        travels, and the delta kernels overlap the caller's gather."""
+        travels, and a call is two dependent tasks per worker."""
         self._check(tree)
         timings = {} if timings is None else timings
         started = time.perf_counter()
