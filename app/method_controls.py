@@ -21,14 +21,15 @@ CHOICE_STYLE = {"button_type": "primary", "button_style": "outline"}
 
 EPS_STEPS = 400  # slider positions between the ends of the eps range (log scale)
 # the slider moves log10(eps); its label shows eps
-EPS_LABEL = CustomJSTickFormatter(code="return Number(Math.pow(10, tick).toPrecision(3)).toString()")
+EPS_LABEL = "return Number(Math.pow(10, tick).toPrecision(3)).toString()"
 STATUS = ["dp-status"]
 
 
 class DBSCANControls:
     def __init__(self, state: DBSCANState, plots: DBSCANPlots, start: Callable, follow: Callable):
         self.state, self.start, self.follow = state, start, follow
-        self.eps = pn.widgets.FloatSlider(name="ε (log scale: drag, the points follow)", format=EPS_LABEL, value=0.0)
+        eps_label = CustomJSTickFormatter(code=EPS_LABEL)  # its own: a Bokeh model belongs to one session's document
+        self.eps = pn.widgets.FloatSlider(name="ε (log scale: drag, the points follow)", format=eps_label, value=0.0)
         self.eps_typed = pn.widgets.FloatInput(name="ε (type a value)", format="0.[0000]")
         self.min_samples = pn.widgets.IntInput(name="min_samples (the point counted)", start=1, width=150)
         self.show_core = pn.widgets.Checkbox(name="Core points larger than border points", value=True)

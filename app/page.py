@@ -322,10 +322,13 @@ class StudioPage:
         self.dpc_panel = pn.Tabs(("Clusters", self.dpc_controls), ("Teach", teach), ("Edit & stream", edit),
                                  dynamic=True, sizing_mode="stretch_width")  # fmt: skip
         self.dpc_panel.param.watch(lambda e: e.new == TEACH_TAB and self._add_teaching_layers(), "active")
+        # the other methods' controls, hidden at first, join the page when first shown (as their plots do)
+        self.method_controls = {"dbscan": Deferred(lambda: [self.dbscan.panel]), "hdbscan": Deferred(lambda: [self.hdbscan.panel])}
         sidebar = pn.Column(
             "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.features, self.standardize,
             self.use_features, self.x_axis, self.y_axis, self.embed,
-            "### Method", self.method, self.dpc_panel, self.dbscan.panel, self.hdbscan.panel,
+            "### Method", self.method, self.dpc_panel, self.method_controls["dbscan"].column,
+            self.method_controls["hdbscan"].column,
             "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
             pn.Row(self.pin, self.unpin),
             "### Results", self.download_csv, self.download_parquet, self.save_session,
@@ -692,9 +695,12 @@ class StudioPage:
         self.method.value = studio.method
         self.colour_by.param.update(value=studio.colour_by, disabled=studio.dataset.truth is None)
         self.unpin.disabled = studio.pinned is None
-        for name, controls in (("dpc", self.dpc_panel), ("dbscan", self.dbscan.panel), ("hdbscan", self.hdbscan.panel)):
-            controls.visible = self.sensitivity[name].visible = name == studio.method
-            self.method_plots[name].show(name == studio.method)
+        self.dpc_panel.visible = studio.method == "dpc"
+        for name, controls in self.method_controls.items():
+            controls.show(name == studio.method)
+        for name, plots in self.method_plots.items():
+            self.sensitivity[name].visible = name == studio.method
+            plots.show(name == studio.method)
         self.eps_curves.show(studio.method == "dbscan")
         self.dbscan.show()
         self.hdbscan.show()

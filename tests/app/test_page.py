@@ -93,6 +93,22 @@ def test_a_view_shown_or_hidden_again_queues_nothing(monkeypatch):
     assert view.column.visible and len(view.column.objects) == 1
 
 
+def test_the_other_methods_controls_join_the_page_when_first_shown(cache, monkeypatch):
+    """A page opens without DBSCAN's and HDBSCAN's controls (hidden: about twenty of its Bokeh models); each
+    joins the sidebar when its method is first shown, in place of DPC's, and stays while another is shown."""
+    monkeypatch.setattr(pn.state, "execute", lambda callback: callback())  # on the event loop in the server
+    pn.extension(notifications=False)  # as the server does
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    dbscan, hdbscan = page.method_controls["dbscan"].column, page.method_controls["hdbscan"].column
+    assert not dbscan.objects and not hdbscan.objects and page.dpc_panel.visible
+    page.studio.set_method("dbscan")
+    assert dbscan.objects == [page.dbscan.panel] and dbscan.visible
+    assert not page.dpc_panel.visible and not hdbscan.objects and not hdbscan.visible
+    page.studio.set_method("dpc")
+    assert page.dpc_panel.visible and not dbscan.visible and dbscan.objects == [page.dbscan.panel]
+    page.close()
+
+
 @pytest.mark.parametrize("gesture", ["teach tab", "explaining click", "forest"])
 def test_the_teaching_layers_join_the_plots_when_first_wanted(cache, gesture, monkeypatch):
     """A page opens without the teaching view's layers (each would be updated at every redraw); the Teach tab, a click

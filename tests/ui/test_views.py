@@ -90,6 +90,21 @@ def test_typed_eps_and_wrong_values(page: Page, server):
     expect(min_samples).to_have_value("20")
 
 
+def test_dbscans_controls_join_each_of_two_open_pages(page: Page, server):
+    """DBSCAN's controls join a page when DBSCAN is first shown, and every session's are its own: a Bokeh model the
+    sessions shared (the ε slider's formatter) could join only one session's page, and left the other's hidden."""
+    other = page.context.new_page()
+    open_app(other, server.url)
+    open_app(page, server.url)
+    expect(page.get_by_label("ε (type a value)")).to_have_count(0)  # not made before it is shown
+    switch_to_dbscan(other)
+    switch_to_dbscan(page)
+    type_into(page.get_by_label("ε (type a value)"), "3")
+    expect(counts(page)).to_contain_text("1 clusters", timeout=TIMEOUT_MS)
+    expect(counts(other)).not_to_contain_text("1 clusters")
+    other.close()
+
+
 def test_a_click_on_the_k_distance_plot_or_the_curves_sets_eps(page: Page, server):
     open_app(page, server.url)
     switch_to_dbscan(page)
