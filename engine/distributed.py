@@ -83,8 +83,10 @@ class Replicas:
         # delta costs nearly the same per point: equal ranges of leaves, fixed, so each lists its neighbours once
         self.n_leaves, parts = 1 << depth, len(self.workers)
         self.equal_cuts = Cuts(self.n_leaves, parts, fixed=np.linspace(0, self.n_leaves, parts + 1).astype(np.int64))
-        # rho's cost varies with the density: ranges cut from the costs of 512 sampled leaves per worker
-        self.balanced_cuts = Cuts(self.n_leaves, parts, leaves=sampled_leaves(self.n_leaves, 512 * parts) if parts > 1 else None)
+        # rho's cost varies with the density: ranges cut from the costs of sampled leaves, which every worker
+        # measures itself: 512 per worker on GPUs (0.2 ms for 1,024), 1,024 in all on CPUs (whose pass grows with it)
+        sampled = 512 * parts if backend == "gpu" else 1024
+        self.balanced_cuts = Cuts(self.n_leaves, parts, leaves=sampled_leaves(self.n_leaves, sampled) if parts > 1 else None)
         self.graphs = [self._on(w, _graph_rows, t, backend, self.equal_cuts, k) for k, w, t in self._shares()]
         self._tree_ids = self._on(self.workers[0], _tree_ids, self.trees[0])  # the same on every worker (checked)
         self._ids = None  # those on the caller's device, once fetched
@@ -212,6 +214,19 @@ def counted_run(own, later) -> dict:
     return {"own": own, "later": later}
 
 
+def counted_run_of(totals, start: int, end: int, send=lambda values: values) -> dict:
+    """The ``counted_run`` of the run of tree positions [start, end) from its ``cutoff_pair_totals``, as uint32
+    (whole counts below 2**32), each array passed through ``send``: the later points' part as (positions, counts)
+    of the non-zero ones where those are fewer than half (a small dc reaches few points of another run)."""
+    later = totals[end:].astype(np.uint32)
+    at = later.nonzero()[0]
+    if 2 * at.shape[0] < later.shape[0]:
+        later = (send(at.astype(np.int32)), send(later[at]))
+    else:
+        later = send(later)
+    return counted_run(send(totals[start:end].astype(np.uint32)), later)
+
+
 def in_point_order(shares: list, tree_ids, engine):
     """One point-order array on ``engine``'s device from rho or delta shares: runs of the tree order, concatenated
     and put back through ``tree_ids``, ``counted_run``s likewise once added up, or strips' (point ids, values).
@@ -244,6 +259,8 @@ def _cutoff_rho_of_runs(runs: list, engine):
         end += run["own"].shape[0]
         if isinstance(run["later"], tuple):
             at, values = (engine.asarray(part) for part in run["later"])
+            if at.shape != values.shape or (at.shape[0] and not (0 <= int(at.min()) and int(at.max()) < counts.shape[0] - end)):
+                raise RuntimeError("the workers' runs of cut-off counts do not fit together")
             counts[end + at] += values
         elif run["later"].shape[0] == counts.shape[0] - end:
             counts[end:] += engine.asarray(run["later"])
@@ -269,6 +286,8 @@ class Cuts:
             cuts = self.fixed
         elif self.leaves is None:
             cuts = np.array([0, self.n_leaves])
+        elif costs is None:
+            raise ValueError("cuts that balance the sampled leaves' costs need those costs")
         else:  # each sampled leaf stands for the leaves up to the next; a cut falls where a sample's run begins
             starts = np.append(self.leaves, self.n_leaves)
             cuts = starts[balanced_cuts(np.asarray(costs) * np.diff(starts), self.parts)]
@@ -276,7 +295,8 @@ class Cuts:
 
     def balanced_run(self, engine, tree: VPTree, dc: float, kernel: str, share: int) -> tuple[int, int]:
         """The share's run of rho's leaves, from the sampled leaves' costs measured here (the same on every worker:
-        the same tree, whole numbers); the GPU counts each cut-off pair inside a run once, by its earlier leaf."""
+        the same tree, whole numbers; a cluster of unlike GPUs, whose node balls might round differently, is not
+        checked for); the GPU counts each cut-off pair inside a run once, by its earlier leaf."""
         if self.leaves is None:
             return self.run(share)
         once = engine.name == "gpu" and kernel == "cutoff"
@@ -355,19 +375,10 @@ def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cut
 
 @_worker_task
 def _cutoff_counts(tree: VPTree, dc: float, cuts: Cuts, share: int) -> dict:
-    """The run's cut-off pair counts on the GPU (uint32: whole counts below 2**32), each pair counted once: the
-    later points' part as (positions, counts) of the non-zero ones where those are fewer than half."""
+    """The run's cut-off pair counts on the GPU, each pair counted once."""
     engine = get_backend("gpu")
     first, last = cuts.balanced_run(engine, tree, dc, "cutoff", share)
-    start, end = _positions(tree, first, last)
-    totals = engine.cutoff_pair_totals(tree, dc, first, last)
-    later = totals[end:].astype(np.uint32)
-    at = later.nonzero()[0]
-    if 2 * at.shape[0] < later.shape[0]:
-        later = (_to_send(at.astype(np.int32)), _to_send(later[at]))
-    else:
-        later = _to_send(later)
-    return counted_run(_to_send(totals[start:end].astype(np.uint32)), later)
+    return counted_run_of(engine.cutoff_pair_totals(tree, dc, first, last), *_positions(tree, first, last), _to_send)
 
 
 @_worker_task

@@ -219,9 +219,9 @@ extern "C" __global__ void leaf_min(const int* __restrict__ values, const i64* _
 // bit for bit (the same bounds, in double): a listed leaf's points times 1 + the points of the leaves its ball's
 // bounds leave undecided (with `once`, only those from its own leaf on). One warp per listed leaf walks the tree
 // touching no point, its lanes testing the top 32 nodes of the warp's stack at a time. The stack stays sorted by level
-// (children go on top, in their parents' order), so a round takes nodes of a level only while fewer than 32 of the
-// levels below them are left, and adds at most 64: no level ever holds 96, and 28 levels fit in COST_STACK (a walk
-// that would pass it sets `overflow` instead of writing past it).
+// (children go on top, in their parents' order), so a round takes nodes of a level only when it also takes every node
+// of the deeper levels (above them), and adds at most 64 of the next: no level ever holds more than 64, and COST_STACK
+// holds 28 levels with room to spare (a walk that would pass it sets `overflow` instead of writing past it).
 #define COST_WARPS 2
 #define COST_STACK (96 * 28)
 extern "C" __global__ void __launch_bounds__(32 * COST_WARPS)

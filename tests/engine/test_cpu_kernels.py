@@ -120,6 +120,8 @@ def test_delta_from_the_graph_equals_the_tree_search(case, k, rng):
         lambda rng: np.array([2.0]),
         lambda rng: rng.integers(0, 40, 3000) + 0.5,  # not whole numbers: the general sort
         lambda rng: np.full(10, 10.0),  # whole but not below N: the general sort
+        lambda rng: rng.integers(0, 40, 3000).astype(np.uint32),  # counts as Dask's workers send them
+        lambda rng: np.full(10, 10, np.uint32),  # unsigned and not below N: -rho must not wrap
         lambda rng: rng.random(2000),  # Gaussian-like densities
         lambda rng: np.round(rng.normal(size=3000), 2),  # log densities: negative too, runs of ties among distinct values
     ],
@@ -127,5 +129,5 @@ def test_delta_from_the_graph_equals_the_tree_search(case, k, rng):
 def test_density_order_is_densest_first_ties_by_index(values, rng):
     rho = values(rng)
     order, rank = cpu.density_order(rho)
-    np.testing.assert_array_equal(order, np.lexsort((np.arange(rho.size), -rho)))
+    np.testing.assert_array_equal(order, np.lexsort((np.arange(rho.size), -rho.astype(np.float64))))
     np.testing.assert_array_equal(rank[order], np.arange(rho.size))

@@ -14,7 +14,7 @@ from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
 from dpstudio.engine.distributed import (
-    Cuts, _to_send, balanced_cuts, counted_run, in_point_order, local_cluster, ucx_comms_installed,
+    Cuts, _to_send, balanced_cuts, counted_run, counted_run_of, in_point_order, local_cluster, ucx_comms_installed,
 )  # fmt: skip
 
 from . import oracle
@@ -127,8 +127,43 @@ def test_shares_go_back_to_point_order_and_those_that_miss_a_point_or_give_one_t
         in_point_order([np.array([5.0, 6.0, 7.0])], ids, cpu)
     with pytest.raises(RuntimeError):
         in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 1]), np.array([3, 4]))], ids, cpu)
-    with pytest.raises(RuntimeError):
-        in_point_order(runs[:2], ids, cpu)
+    for wrong in (runs[:2], [runs[0], counted_run(u32(5), (np.array([-1], np.int32), u32(3))), runs[2]],
+                  [runs[0], counted_run(u32(5), (np.array([1], np.int32), u32(3))), runs[2]]):  # fmt: skip
+        with pytest.raises(RuntimeError):  # missing a run, or a later point before or past the end
+            in_point_order(wrong, ids, cpu)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_counted_runs_add_up_to_the_whole_counts(dense, rng):
+    """A GPU run's shares as ``_cutoff_counts`` makes them from its pair totals: its own points' counts and its part
+    of the later points' (whole where most are reached, else the non-zero ones), added up by whoever gathers."""
+    n, cuts = 500, [0, 120, 121, 380, 500]
+    parts = []
+    for start, end in zip(cuts[:-1], cuts[1:]):
+        part = np.zeros(n)
+        part[start:end] = rng.integers(1, 50, end - start)  # each point counted itself at least
+        reached = rng.random(n - end) < (0.9 if dense else 0.1)
+        part[end:][reached] = rng.integers(1, 50, reached.sum())
+        parts.append(part)
+    runs = [counted_run_of(part, start, end) for part, start, end in zip(parts, cuts[:-1], cuts[1:])]
+    assert isinstance(runs[0]["later"], tuple) != dense
+    ids = rng.permutation(n)
+    expected = np.empty(n)
+    expected[ids] = np.sum(parts, axis=0) - 1
+    np.testing.assert_array_equal(in_point_order(runs, ids, get_backend("cpu")), expected)
+
+
+def test_every_worker_cuts_the_same_balanced_runs_from_its_own_cost_pass(rng):
+    points = CASES["blobs"](rng, n=20_000).astype(np.float32)
+    tree, cpu = build_vptree(points, graph=False), get_backend("cpu")
+    leaves = sampled_leaves(1 << tree.depth, 64)
+    cuts = Cuts(1 << tree.depth, 3, leaves=leaves)
+    costs = costs_of_leaves(tree, 0.5, "gaussian", leaves)
+    runs = [cuts.balanced_run(cpu, tree, 0.5, "gaussian", k) for k in range(3)]
+    assert runs == [cuts.run(k, costs) for k in range(3)]
+    assert runs[0][0] == 0 and runs[-1][1] == 1 << tree.depth and all(a[1] == b[0] for a, b in zip(runs, runs[1:]))
+    with pytest.raises(ValueError, match="need those costs"):
+        cuts.run(0)
 
 
 def test_an_index_without_the_estimators_client_is_refused(client, rng):
@@ -206,9 +241,7 @@ def test_gpu_runs_of_pair_counts_add_up_to_the_brute_force_counts(case, rng):
         start, end = int(tree.leaf_start[a]), int(tree.leaf_start[b])
         assert not part[:start].any()
         total += part
-        later = part[end:].astype(np.uint32)
-        sparse = (np.flatnonzero(later).astype(np.int32), later[later > 0])
-        shares.append(counted_run(part[start:end].astype(np.uint32), sparse if len(shares) % 2 else later))
+        shares.append(counted_run_of(part, start, end))
     np.testing.assert_array_equal(total, expected + 1)  # the point itself too
     np.testing.assert_array_equal(in_point_order(shares, ids, get_backend("cpu")), oracle.rho(oracle.rule_sq_dists(points), dc, "cutoff"))
 
