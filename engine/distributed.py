@@ -120,7 +120,8 @@ class Replicas:
         return self._delta_from(self._gather(self._delta_shares([shared]), progress, "delta"))
 
     def _rho_shares(self, tree, dc: float, kernel: str) -> list:
-        """Futures of rho by shares: runs of leaves in tree order, or strips' (point ids, values)."""
+        """Futures of rho by shares: runs of leaves in tree order (GPU cut-off counts as ``counted_run``s), or
+        strips' (point ids, values)."""
         if self.backend == "cpu" and kernel == "cutoff" and tree.n_dims == 2:  # the strip sweep, in shares of strips
             mean_rho = sampled_mean_rho(tree, dc)  # one strip height for all, so the shares fit together
             parts = len(self.workers)
@@ -144,7 +145,7 @@ class Replicas:
         return xp.sqrt(delta2.astype(xp.float64)), parent.astype(xp.int64)
 
     def _point_order(self, shares: list):
-        """Shares (runs of tree order, or strips' (ids, values)) -> one array in point order, on the caller's device."""
+        """Shares (as ``in_point_order`` takes them) -> one array in point order, on the caller's device."""
         return in_point_order(shares, self._caller_tree_ids(), self._engine)
 
     def _caller_tree_ids(self):
