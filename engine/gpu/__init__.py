@@ -134,6 +134,11 @@ def to_numpy(values) -> np.ndarray:
     return cp.asnumpy(values)
 
 
+_whole_counts = cp.ReductionKernel(
+    "float64 x", "bool y", "x >= 0 && x < 4294967296.0 && x == floor(x)", "a && b", "y = a", "true", "whole_counts"
+)  # one pass, no temporaries: every value a count that fits uint32 (NaN fails)
+
+
 def density_order(rho_values: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
     """(order, rank) as on the CPU: densest first, ties by index (CuPy's sort is a stable radix sort). Cut-off counts
     (uint32 from Dask's workers, or whole float64 numbers below 2**32) sort as uint32 keys, half the radix passes of
@@ -152,11 +157,6 @@ def density_order(rho_values: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
 
 # ---------------------------------------------------------------------------------------------------------
 # index
-
-
-_whole_counts = cp.ReductionKernel(
-    "float64 x", "bool y", "x >= 0 && x < 4294967296.0 && x == floor(x)", "a && b", "y = a", "true", "whole_counts"
-)  # one pass, no temporaries: every value a count that fits uint32 (NaN fails)
 
 
 @_gpu_memory("building the VP-tree")
