@@ -10,20 +10,22 @@ does: a range counts the pairs with a point in it and the other in the same leaf
 own points' counts, its part of the later points' (only the non-zero ones where they are few, as at a small dc);
 whoever gathers the shares adds them up, so no range waits for another's.
 
-The rho shares stay on the workers, which send them to each other and to the caller at once: every worker ranks
-all points by density itself (the caller's rule, ties by index) and computes delta and parent of an equal range
-of leaves, each CPU worker holding the neighbour lists of its own range only. So per call the caller sends the
-tasks alone and receives rho (cut-off counts as uint32), squared delta (float32) and parents (int32); CPU workers'
-delta runs while it gathers rho (a GPU worker sends rho once its GPU is idle: sending a CuPy array synchronises
-the device, so after its delta kernels). GPU workers keep these arrays on their GPU where Dask's comms are UCX
-(GPU to GPU, over NVLink where there is one; ``local_cluster(..., protocol="ucx")``), and copy them to host memory
-for TCP. Shares of leaves come back in the workers' tree order (checked to be the
-same on every worker), strip shares with their point indices; the gathered arrays are exactly a single backend's
-(the same float32 distance rule and tie rules in the same kernels). Labels, halo and everything else stay on the
-caller's backend. cuML's multi-GPU DBSCAN distributes the same way (data broadcast, rows partitioned).
+The rho shares stay on the workers, which send them to each other: every worker ranks all points by density
+itself (the caller's rule, ties by index) and computes delta and parent of an equal range of leaves, each CPU
+worker holding the neighbour lists of its own range only. So per call the caller sends the tasks alone and
+receives, in one gather, squared delta (float32) and parents (int32) by runs, and from the first worker rho in
+point order (cut-off counts as uint32) and the density order (int32), which it would otherwise make again (at
+100M points on two H100s, adding up the runs and ranking took the caller 25 ms after the last task; a GPU worker
+sends nothing before its delta kernels are done anyway, as sending a CuPy array synchronises its device). GPU
+workers keep these arrays on their GPU where Dask's comms are UCX (GPU to GPU, over NVLink where there is one;
+``local_cluster(..., protocol="ucx")``), and copy them to host memory for TCP. Runs of leaves come back in the
+workers' tree order (checked to be the same on every worker), strip shares with their point indices; the
+gathered arrays are exactly a single backend's (the same float32 distance rule and tie rules in the same
+kernels). Labels, halo and everything else stay on the caller's backend. cuML's multi-GPU DBSCAN distributes the
+same way (data broadcast, rows partitioned).
 
-``Replicas.decision_graph`` gives a backend's rho, delta and parent, so ``IndexedPoints(X, client=client)`` (and
-``DensityPeaks(client=client)``) compute their decision graph here. Dask is an optional dependency
+``Replicas.decision_graph`` gives a backend's rho, delta, parent and density order, so ``IndexedPoints(X,
+client=client)`` (and ``DensityPeaks(client=client)``) compute their decision graph here. Dask is an optional dependency
 (``pip install 'dpstudio[distributed]'``), imported only when a client is given.
 
 Past one worker's memory the same scheme extends to spatial partitions: each worker holds one region of the
@@ -52,8 +54,8 @@ from .vptree import NeighbourGraph, VPTree
 
 class Replicas:
     """The same VP-tree on every worker of a Dask ``client``, built on the ``backend`` ("cpu" or "gpu") from one
-    broadcast of ``points`` (N, d) float32; ``decision_graph`` gives a backend's rho, delta and parent, on the
-    caller's device.
+    broadcast of ``points`` (N, d) float32; ``decision_graph`` gives a backend's rho, delta, parent and density
+    order, on the caller's device.
 
     Shares are runs of leaves, so each worker returns its values in tree order alone: the gathered runs are the
     whole tree order, which the workers' tree order (fetched once) puts back in point order.
@@ -92,32 +94,36 @@ class Replicas:
         self._ids = None  # those on the caller's device, once fetched
 
     def decision_graph(self, tree, dc: float, kernel: str, progress=None, timings: dict | None = None):
-        """(rho, delta, parent) in point order, on the caller's device; ``tree`` is the caller's index over the same
-        points (its shape may differ from the workers' trees: an index updated by inserts and deletes is not the
-        one a fresh build gives). ``progress(phase, fraction)`` and ``timings`` as ``IndexedPoints.fields``'.
+        """(rho, delta, parent, density order) in point order, on the caller's device; ``tree`` is the caller's
+        index over the same points (its shape may differ from the workers' trees: an index updated by inserts and
+        deletes is not the one a fresh build gives). ``progress(phase, fraction)`` and ``timings`` as
+        ``IndexedPoints.fields``' ("rho": until every share of rho is done).
 
         The rho shares stay on the workers: every worker ranks the points from all shares itself (the same rule
-        as the caller's) and computes delta of its own share, while the caller gathers rho. So the ranking never
-        travels, and a call is two dependent tasks per worker."""
+        as the caller's) and computes delta of its own share; the first also sends rho in point order and the
+        density order, so the caller neither adds up the shares nor ranks the points again. A call is two
+        dependent tasks per worker, and the caller gathers once."""
         self._check(tree)
         timings = {} if timings is None else timings
         started = time.perf_counter()
         rho_shares = self._rho_shares(tree, dc, kernel)
-        delta_shares = self._delta_shares(rho_shares)
-        rho = self._point_order(self._gather(rho_shares, progress, "rho")).astype(np.float64)
-        self._engine.synchronize()
+        delta_shares = self._delta_shares(rho_shares, send_ranking=True)
+        self._wait(rho_shares, progress, "rho")
         timings["rho"] = time.perf_counter() - started
-        delta, parent = self._delta_from(self._gather(delta_shares, progress, "delta"))
+        shares = self._gather(delta_shares, progress, "delta")
+        delta, parent = self._delta_from(shares)
+        rho, order = (self._engine.asarray(shares[0][name]) for name in ("rho", "order"))
+        rho, order = rho.astype(np.float64), order.astype(np.int64)
         self._engine.synchronize()
         timings["delta"] = time.perf_counter() - started - timings["rho"]
-        return rho, delta, parent
+        return rho, delta, parent, order
 
     def delta_of_rho(self, tree, rho, progress=None):
         """(delta, parent) in point order for given densities (in point order), which go to every worker."""
         self._check(tree)
         rho_tree = self._engine.to_numpy(rho)[self._tree_ids.result()]
         shared = self.client.scatter(rho_tree, broadcast=True, hash=False)  # one run: the whole tree order
-        return self._delta_from(self._gather(self._delta_shares([shared]), progress, "delta"))
+        return self._delta_from(self._gather(self._delta_shares([shared], send_ranking=False), progress, "delta"))
 
     def _rho_shares(self, tree, dc: float, kernel: str) -> list:
         """Futures of rho by shares: runs of leaves in tree order (GPU cut-off counts as ``counted_run``s), or
@@ -131,22 +137,20 @@ class Replicas:
             return [self._on(w, _cutoff_counts, t, dc, cuts, k) for k, w, t in self._shares()]
         return [self._on(w, _rho_of_leaves, t, self.backend, dc, kernel, cuts, k) for k, w, t in self._shares()]
 
-    def _delta_shares(self, rho_shares: list) -> list:
-        """Futures of (squared delta, parent) by equal runs of leaves, each worker ranking ``rho_shares`` itself."""
+    def _delta_shares(self, rho_shares: list, send_ranking: bool) -> list:
+        """Futures of ``_delta_of_leaves`` by equal runs of leaves, each worker ranking ``rho_shares`` itself (the
+        first also sending its ranking, if asked)."""
         return [
-            self._on(w, _delta_of_leaves, t, g, self.backend, self.equal_cuts, k, rho_shares)
+            self._on(w, _delta_of_leaves, t, g, self.backend, self.equal_cuts, k, rho_shares, send_ranking and k == 0)
             for (k, w, t), g in zip(self._shares(), self.graphs)
         ]  # fmt: skip
 
     def _delta_from(self, shares: list):
-        delta2 = self._point_order([d2 for d2, _ in shares])
-        parent = self._point_order([p for _, p in shares])
-        xp = self._engine.xp
-        return xp.sqrt(delta2.astype(xp.float64)), parent.astype(xp.int64)
-
-    def _point_order(self, shares: list):
-        """Shares (as ``in_point_order`` takes them) -> one array in point order, on the caller's device."""
-        return in_point_order(shares, self._caller_tree_ids(), self._engine)
+        """(delta, parent) in point order from the shares' runs of squared delta and parents."""
+        delta2, parent = (self._engine.xp.concatenate([self._engine.asarray(share[name]) for share in shares]) for name in ("delta2", "parent"))
+        if delta2.shape[0] != self.n_points:
+            raise RuntimeError(f"the workers' shares give {delta2.shape[0]} values for {self.n_points} points")
+        return self._engine.delta_in_point_order(self._caller_tree_ids(), delta2, parent)
 
     def _caller_tree_ids(self):
         """The workers' tree order, on the caller's device (fetched once)."""
@@ -166,14 +170,25 @@ class Replicas:
         if tree.n_points != self.n_points:
             raise ValueError(f"the index holds {tree.n_points} points, the workers {self.n_points}")
 
-    def _gather(self, futures, progress, phase: str) -> list:
-        """The futures' results in their order, progress reported as each arrives."""
+    def _wait(self, futures, progress, phase: str) -> None:
+        """Until the futures are done, progress reported as each finishes."""
         from distributed import as_completed  # noqa: PLC0415  (dask is optional)
 
         for done, _ in enumerate(as_completed(futures), start=1):
             if progress is not None:
                 progress(phase, done / len(futures))
-        return [future.result() for future in futures]
+
+    def _gather(self, futures, progress, phase: str) -> list:
+        """The futures' results in their order, each fetched as soon as it is done (all at once, not one
+        after another), progress reported as each arrives."""
+        from distributed import as_completed  # noqa: PLC0415  (dask is optional)
+
+        results = {}
+        for done, (future, result) in enumerate(as_completed(futures, with_results=True), start=1):
+            results[future.key] = result
+            if progress is not None:
+                progress(phase, done / len(futures))
+        return [results[future.key] for future in futures]
 
 
 PROTOCOLS = ("tcp", "ucx")
@@ -364,7 +379,7 @@ def _numba_threads(threads: int) -> None:
 
 @_worker_task
 def _tree_ids(tree: VPTree) -> np.ndarray:
-    return _host(tree.ids)
+    return _compact(_host(tree.ids), tree.n_points)
 
 
 @_worker_task
@@ -390,12 +405,18 @@ def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: in
 
 
 @_worker_task
-def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list):
-    """(squared delta, parent) of the share, the density ranking made here from every share of rho."""
+def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list, send_ranking: bool) -> dict:
+    """The share's run of squared delta and parents ("delta2", "parent"), the density ranking made here from every
+    share of rho; with ``send_ranking`` also rho in point order ("rho", cut-off counts as uint32) and the density
+    order ("order"). A dict, sent array by array (``counted_run``)."""
     engine = get_backend(backend)
-    _, rank = engine.density_order(in_point_order(rho_shares, tree.ids, engine))  # cut-off counts stay uint32
+    rho = in_point_order(rho_shares, tree.ids, engine)
+    order, rank = engine.density_order(rho)
     delta2, parent = engine.delta_of_leaves(tree, rank[tree.ids], *cuts.run(share), graph)
-    return _to_send(delta2), _to_send(_compact(parent, tree.n_points))
+    share = {"delta2": _to_send(delta2), "parent": _to_send(_compact(parent, tree.n_points))}
+    if send_ranking:
+        share.update(rho=_to_send(rho), order=_to_send(_compact(order, tree.n_points)))
+    return share
 
 
 def _positions(tree: VPTree, first_leaf: int, last_leaf: int) -> tuple[int, int]:

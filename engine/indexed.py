@@ -277,9 +277,9 @@ class IndexedPoints:
                 self.backend.synchronize()
                 _record(timings, "rho", time.perf_counter() - started)
                 fields = self.fields_from_rho(kernel, float(dc), rho, progress, timings)
-            else:  # rho and delta in one round on the workers
-                rho, delta, parent = self._replicas_on_workers().decision_graph(self.index, float(dc), kernel, progress, timings)
-                fields = self._fields_of(kernel, float(dc), rho, delta, parent, self.backend.density_order(rho)[0])
+            else:  # rho, delta and the density order in one round on the workers
+                graph = self._replicas_on_workers().decision_graph(self.index, float(dc), kernel, progress, timings)
+                fields = self._fields_of(kernel, float(dc), *graph)
             if cache:
                 self._fields[key] = fields
                 if len(self._fields) > self.CACHED_FIELDS:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .assign import halo, labels, points_in_polygon
 from .components import dbscan_labels
-from .density import costs_of_leaves, delta, delta_of_leaves, density_order, rho, rho_of_leaves
+from .density import costs_of_leaves, delta, delta_in_point_order, delta_of_leaves, density_order, rho, rho_of_leaves
 from .index import build_vptree
 from .knn_update import knn_deleted, knn_inserted
 from .mst import mst
@@ -45,7 +45,7 @@ def free_memory() -> None:
 
 
 __all__ = [
-    "asarray", "build_vptree", "costs_of_leaves", "count_near", "dbscan_labels", "delta", "delta_of_leaves", "density_order", "device_name", "free_memory",
+    "asarray", "build_vptree", "costs_of_leaves", "count_near", "dbscan_labels", "delta", "delta_in_point_order", "delta_of_leaves", "density_order", "device_name", "free_memory",
     "halo", "knn", "knn_deleted", "knn_inserted", "labels", "mark_newly_outranked", "merge_order", "mst", "name", "nearest_denser_of", "nearest_newly_denser",
     "points_in_polygon", "positions_of", "potential_sums", "rho", "rho_at", "rho_of_leaves", "sq_to", "synchronize", "to_numpy", "tree_delete",
     "tree_insert", "xp",

@@ -233,10 +233,16 @@ def delta(tree: VPTree, rank: np.ndarray, progress=None) -> tuple[np.ndarray, np
     """
     rank_tree = np.ascontiguousarray(rank[tree.ids])
     delta2, parent = delta_of_leaves(tree, rank_tree, 0, 1 << tree.depth, tree.neighbours, progress)
-    out_delta = np.empty(tree.n_points, np.float64)
-    out_parent = np.empty(tree.n_points, np.int64)
-    out_delta[tree.ids] = np.sqrt(delta2.astype(np.float64))
-    out_parent[tree.ids] = parent
+    return delta_in_point_order(tree.ids, delta2, parent)
+
+
+def delta_in_point_order(ids: np.ndarray, delta2: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(delta as float64, parent as int64) in point order from tree-order squared delta (float32) and parents,
+    ``ids`` the tree order's point indices."""
+    out_delta = np.empty(ids.shape[0], np.float64)
+    out_parent = np.empty(ids.shape[0], np.int64)
+    out_delta[ids] = np.sqrt(delta2.astype(np.float64))
+    out_parent[ids] = parent
     return out_delta, out_parent
 
 

@@ -134,21 +134,23 @@ def to_numpy(values) -> np.ndarray:
     return cp.asnumpy(values)
 
 
-_whole_counts = cp.ReductionKernel(
-    "float64 x", "bool y", "x >= 0 && x < 4294967296.0 && x == floor(x)", "a && b", "y = a", "true", "whole_counts"
-)  # one pass, no temporaries: every value a count that fits uint32 (NaN fails)
+_largest_count = cp.ReductionKernel(
+    "T x", "float64 y", "(double)x >= 0 && (double)x < 4294967296.0 && (double)x == floor((double)x) ? (double)x : -1.0",
+    "a < 0 || b < 0 ? -1.0 : max(a, b)", "y = a", "0", "largest_count",
+)  # one pass, no temporaries: the largest value where every value is a count that fits uint32, else -1 (NaN too)
 
 
 def density_order(rho_values: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
     """(order, rank) as on the CPU: densest first, ties by index (CuPy's sort is a stable radix sort). Cut-off counts
-    (uint32 from Dask's workers, or whole float64 numbers below 2**32) sort as uint32 keys, half the radix passes of
-    float64 ones."""
-    if rho_values.dtype == cp.uint32:
-        keys = ~rho_values  # the largest count first
-    elif bool(_whole_counts(rho_values)):
-        keys = ~rho_values.astype(cp.uint32)
-    else:
+    (uint32 from Dask's workers, or whole float64 numbers below 2**32) sort as the narrowest unsigned keys that hold
+    them: uint16 below 2**16 (10.6 -> 9.0 ms at 100M points: CuPy's int64 indices travel with the keys), else
+    uint32 (half the radix passes of float64)."""
+    largest = float(_largest_count(rho_values))
+    if largest < 0:
         keys = -rho_values
+    else:
+        narrowest = cp.uint16 if largest < 2**16 else cp.uint32
+        keys = narrowest(largest) - rho_values.astype(narrowest)  # the largest count first
     order = cp.argsort(keys)
     rank = cp.empty_like(order)
     rank[order] = cp.arange(order.shape[0])
@@ -342,10 +344,21 @@ def delta(tree: VPTree, rank: cp.ndarray, progress=None) -> tuple[cp.ndarray, cp
     delta2, parent = delta_of_leaves(tree, rank[tree.ids].astype(_I32), 0, 1 << tree.depth)
     if progress is not None:
         progress(1.0)
-    out_delta = cp.empty(tree.n_points, _F64)
-    out_parent = cp.empty(tree.n_points, _I64)
-    out_delta[tree.ids] = cp.sqrt(delta2.astype(_F64))
-    out_parent[tree.ids] = parent
+    return delta_in_point_order(tree.ids, delta2, parent)
+
+
+_scatter_delta = cp.ElementwiseKernel(
+    "I id, float32 d2, P p", "raw float64 delta, raw int64 parent", "delta[id] = sqrt((double)d2); parent[id] = p",
+    "scatter_delta",
+)  # one pass where astype, sqrt and two scatters took four (16.7 -> 15.4 ms at 100M points: the scatters' writes)
+
+
+def delta_in_point_order(ids: cp.ndarray, delta2: cp.ndarray, parent: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
+    """(delta as float64, parent as int64) in point order from tree-order squared delta (float32) and parents,
+    ``ids`` the tree order's point indices."""
+    out_delta = cp.empty(ids.shape[0], _F64)
+    out_parent = cp.empty(ids.shape[0], _I64)
+    _scatter_delta(ids, delta2, parent, out_delta, out_parent)
     return out_delta, out_parent
 
 

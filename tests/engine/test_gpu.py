@@ -162,16 +162,22 @@ def test_node_minima_and_maxima_are_those_of_each_nodes_run(depth, rng):
     np.testing.assert_array_equal(gpu.to_numpy(gpu._node_max(gpu.asarray(values), tree)), highest)
 
 
-@pytest.mark.parametrize("values", ["counts", "counts as uint32", "large counts", "real"])
+@pytest.mark.parametrize(
+    "values", ["counts", "counts as uint32", "counts to 65535", "counts to 65536 as uint32", "large counts", "real"]
+)
 def test_density_order_is_the_cpus_whatever_the_values_type(values, rng):
-    """Whole counts take the GPU's uint32 sort, anything else the float64 one: the same order, ties by index."""
+    """Whole counts take the GPU's uint16 or uint32 sort, anything else the float64 one: the same order, ties by
+    index."""
     n = 20_000
     rho = rng.integers(0, 40, n).astype(np.float64)  # many ties
-    if values == "large counts":
+    if values.startswith("counts to"):  # uint16's largest, then the smallest that needs uint32
+        largest = float(values.split()[2])
+        rho[::7] = largest - rng.integers(0, 2, rho[::7].shape[0])
+    elif values == "large counts":
         rho[::7] = 2.0**32 + rng.integers(0, 3, rho[::7].shape[0])  # past uint32: the float64 sort
     elif values == "real":
         rho = rho + rng.choice([0.0, 0.5, 0.25], n)
     expected = get_backend("cpu").density_order(rho)
-    given = gpu.density_order(gpu.asarray(rho.astype(np.uint32) if values == "counts as uint32" else rho))
+    given = gpu.density_order(gpu.asarray(rho.astype(np.uint32) if values.endswith("as uint32") else rho))
     for name, a, b in zip(("order", "rank"), given, expected):
         np.testing.assert_array_equal(gpu.to_numpy(a), b, err_msg=name)
