@@ -122,12 +122,12 @@ class Replicas:
         """(delta, parent) in point order for given densities (in point order), which go to every worker."""
         self._check(tree)
         rho_tree = self._engine.to_numpy(rho)[self._tree_ids.result()]
-        shared = self.client.scatter(rho_tree, broadcast=True, hash=False)  # one run: the whole tree order
-        return self._delta_from(self._gather(self._delta_shares([shared], send_ranking=False), progress, "delta"))
+        shared = self.client.scatter([tree_run(0, rho_tree)], broadcast=True, hash=False)  # one run: the whole tree
+        return self._delta_from(self._gather(self._delta_shares(shared, send_ranking=False), progress, "delta"))
 
     def _rho_shares(self, tree, dc: float, kernel: str) -> list:
-        """Futures of rho by shares: runs of leaves in tree order (GPU cut-off counts as ``counted_run``s), or
-        strips' (point ids, values)."""
+        """Futures of rho by shares: ``tree_run``s of leaves (GPU cut-off counts with their parts of the later
+        points'), or strips' (point ids, values)."""
         if self.backend == "cpu" and kernel == "cutoff" and tree.n_dims == 2:  # the strip sweep, in shares of strips
             mean_rho = sampled_mean_rho(tree, dc)  # one strip height for all, so the shares fit together
             parts = len(self.workers)
@@ -223,66 +223,70 @@ def local_cluster(backend: str, workers: int, threads: int = 1, protocol: str = 
     return LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, **quiet)
 
 
-def counted_run(own, later) -> dict:
-    """A GPU run's cut-off counts, each pair counted once (``cutoff_pair_totals``): its ``own`` points' counts, and
-    its part of the ``later`` points' counts, whole or as (positions after the run, counts) of the non-zero ones. A
-    dict, which Dask sends item by item (GPU to GPU over UCX), where it would pickle a class through host memory."""
-    return {"own": own, "later": later}
+def tree_run(start: int, own, later=None) -> dict:
+    """A share of rho as a run of tree positions from ``start``: its ``own`` points' values, and for GPU cut-off
+    counts (each pair counted once, ``cutoff_pair_totals``) its part of the ``later`` points' counts, whole or as
+    (positions after the run, counts) of the non-zero ones. Every run says where it starts, so runs that do not
+    tile the tree order (workers that cut differently) raise, whatever their lengths add up to. A dict, which Dask
+    sends item by item (GPU to GPU over UCX), where it would pickle a class through host memory."""
+    return {"start": start, "own": own} if later is None else {"start": start, "own": own, "later": later}
 
 
 def counted_run_of(totals, start: int, end: int, send=lambda values: values) -> dict:
-    """The ``counted_run`` of the run of tree positions [start, end) from its ``cutoff_pair_totals``, as uint32
-    (whole counts below 2**32), each array passed through ``send``: the later points' part as (positions, counts)
-    of the non-zero ones where those are fewer than half (a small dc reaches few points of another run)."""
+    """The ``tree_run`` of the run of tree positions [start, end) from its ``cutoff_pair_totals``, as uint32 (whole
+    counts below 2**32), each array passed through ``send``: the later points' part as (positions, counts) of the
+    non-zero ones where those are fewer than half (a small dc reaches few points of another run)."""
     later = totals[end:].astype(np.uint32)
     at = later.nonzero()[0]
     if 2 * at.shape[0] < later.shape[0]:
         later = (send(at.astype(np.int32)), send(later[at]))
     else:
         later = send(later)
-    return counted_run(send(totals[start:end].astype(np.uint32)), later)
+    return tree_run(start, send(totals[start:end].astype(np.uint32)), later)
 
 
 def in_point_order(shares: list, tree_ids, engine):
-    """One point-order array on ``engine``'s device from rho or delta shares: runs of the tree order, concatenated
-    and put back through ``tree_ids``, ``counted_run``s likewise once added up, or strips' (point ids, values).
-    Shares that miss a point or give one twice are a bug, never a result: they raise."""
+    """One point-order array on ``engine``'s device from rho shares: ``tree_run``s, put together (cut-off counts
+    added up) and back through ``tree_ids``, or strips' (point ids, values). Shares that miss a point or give one
+    twice are a bug, never a result: they raise."""
     xp, n = engine.xp, tree_ids.shape[0]
     if isinstance(shares[0], dict):
-        ids, values = tree_ids, _cutoff_rho_of_runs(shares, engine)
+        ids, values = tree_ids, _runs_in_tree_order(shares, engine)
         if values.shape[0] != n:
             raise RuntimeError(f"the workers' shares give {values.shape[0]} values for {n} points")
-    elif isinstance(shares[0], tuple):
+    else:
         ids = xp.concatenate([engine.asarray(i) for i, _ in shares])
         values = xp.concatenate([engine.asarray(v) for _, v in shares])
         if ids.shape[0] != n or bool((xp.bincount(ids, minlength=n) != 1).any()):
             raise RuntimeError("the workers' shares do not give every point once")
-    else:
-        ids, values = tree_ids, xp.concatenate([engine.asarray(v) for v in shares])
-        if values.shape[0] != n:
-            raise RuntimeError(f"the workers' shares give {values.shape[0]} values for {n} points")
     out = xp.empty(n, values.dtype)
     out[ids] = values
     return out
 
 
-def _cutoff_rho_of_runs(runs: list, engine):
-    """Cut-off rho in tree order (uint32) from ``counted_run``s: each run's own counts plus the earlier runs' parts
-    of them, less every point's pair with itself."""
-    counts = engine.xp.concatenate([engine.asarray(run["own"]) for run in runs])
+def _runs_in_tree_order(runs: list, engine):
+    """The ``tree_run``s' values in tree order, each run starting where the one before ends; runs of cut-off counts
+    with the earlier runs' parts added, less every point's pair with itself."""
     end = 0
     for run in runs:
+        if run["start"] != end or ("later" in run) != ("later" in runs[0]):
+            raise RuntimeError("the workers' runs do not fit together")
         end += run["own"].shape[0]
+    values = engine.xp.concatenate([engine.asarray(run["own"]) for run in runs])
+    if "later" not in runs[0]:
+        return values
+    for run in runs:
+        end = run["start"] + run["own"].shape[0]
         if isinstance(run["later"], tuple):
-            at, values = (engine.asarray(part) for part in run["later"])
-            if at.shape != values.shape or (at.shape[0] and not (0 <= int(at.min()) and int(at.max()) < counts.shape[0] - end)):
+            at, counts = (engine.asarray(part) for part in run["later"])
+            if at.shape != counts.shape or (at.shape[0] and not (0 <= int(at.min()) and int(at.max()) < values.shape[0] - end)):
                 raise RuntimeError("the workers' runs of cut-off counts do not fit together")
-            counts[end + at] += values
-        elif run["later"].shape[0] == counts.shape[0] - end:
-            counts[end:] += engine.asarray(run["later"])
+            values[end + at] += counts
+        elif run["later"].shape[0] == values.shape[0] - end:
+            values[end:] += engine.asarray(run["later"])
         else:
             raise RuntimeError("the workers' runs of cut-off counts do not fit together")
-    return counts - 1
+    return values - 1
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # (arrays: no value equality)
@@ -385,8 +389,9 @@ def _tree_ids(tree: VPTree) -> np.ndarray:
 @_worker_task
 def _rho_of_leaves(tree: VPTree, backend: str, dc: float, kernel: str, cuts: Cuts, share: int):
     engine = get_backend(backend)
-    rho_tree = engine.rho_of_leaves(tree, dc, kernel, *cuts.balanced_run(engine, tree, dc, kernel, share))
-    return _to_send(_compact_rho(rho_tree, kernel, tree.n_points))
+    first, last = cuts.balanced_run(engine, tree, dc, kernel, share)
+    rho_tree = engine.rho_of_leaves(tree, dc, kernel, first, last)
+    return tree_run(_positions(tree, first, last)[0], _to_send(_compact_rho(rho_tree, kernel, tree.n_points)))
 
 
 @_worker_task
@@ -408,7 +413,7 @@ def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: in
 def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list, send_ranking: bool) -> dict:
     """The share's run of squared delta and parents ("delta2", "parent"), the density ranking made here from every
     share of rho; with ``send_ranking`` also rho in point order ("rho", cut-off counts as uint32) and the density
-    order ("order"). A dict, sent array by array (``counted_run``)."""
+    order ("order"). A dict, sent array by array (``tree_run``)."""
     engine = get_backend(backend)
     rho = in_point_order(rho_shares, tree.ids, engine)
     order, rank = engine.density_order(rho)

@@ -14,7 +14,7 @@ from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
 from dpstudio.engine.distributed import (
-    Cuts, _to_send, balanced_cuts, counted_run, counted_run_of, in_point_order, local_cluster, ucx_comms_installed,
+    Cuts, _to_send, balanced_cuts, counted_run_of, in_point_order, local_cluster, tree_run, ucx_comms_installed,
 )  # fmt: skip
 
 from . import oracle
@@ -117,19 +117,34 @@ def test_three_workers_of_two_threads_give_the_single_process_result(case, backe
 
 def test_shares_go_back_to_point_order_and_those_that_miss_a_point_or_give_one_twice_raise():
     cpu, ids = get_backend("cpu"), np.array([2, 0, 1, 3])
-    np.testing.assert_array_equal(in_point_order([np.array([5.0, 6.0]), np.array([7.0, 8.0])], ids, cpu), [6.0, 7.0, 5.0, 8.0])
+    np.testing.assert_array_equal(in_point_order([tree_run(0, np.array([5.0, 6.0])), tree_run(2, np.array([7.0, 8.0]))], ids, cpu), [6.0, 7.0, 5.0, 8.0])
     np.testing.assert_array_equal(in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 2]), np.array([3, 4]))], ids, cpu), [3, 2, 4, 1])
     # counted runs of tree positions 0-1, 2 and 3: 5 5 | 5 + 1 | 4 + 2 + 3 with the earlier runs' parts, less 1 each
     u32 = lambda *values: np.array(values, np.uint32)  # noqa: E731
-    runs = [counted_run(u32(5, 5), u32(1, 2)), counted_run(u32(5), (np.array([0], np.int32), u32(3))), counted_run(u32(4), u32())]
+    runs = [tree_run(0, u32(5, 5), u32(1, 2)), tree_run(2, u32(5), (np.array([0], np.int32), u32(3))), tree_run(3, u32(4), u32())]
     np.testing.assert_array_equal(in_point_order(runs, ids, cpu), [4, 5, 4, 8])
     with pytest.raises(RuntimeError):
-        in_point_order([np.array([5.0, 6.0, 7.0])], ids, cpu)
+        in_point_order([tree_run(0, np.array([5.0, 6.0, 7.0]))], ids, cpu)
     with pytest.raises(RuntimeError):
         in_point_order([(np.array([3, 1]), np.array([1, 2])), (np.array([0, 1]), np.array([3, 4]))], ids, cpu)
-    for wrong in (runs[:2], [runs[0], counted_run(u32(5), (np.array([-1], np.int32), u32(3))), runs[2]],
-                  [runs[0], counted_run(u32(5), (np.array([1], np.int32), u32(3))), runs[2]]):  # fmt: skip
+    for wrong in (runs[:2], [runs[0], tree_run(2, u32(5), (np.array([-1], np.int32), u32(3))), runs[2]],
+                  [runs[0], tree_run(2, u32(5), (np.array([1], np.int32), u32(3))), runs[2]]):  # fmt: skip
         with pytest.raises(RuntimeError):  # missing a run, or a later point before or past the end
+            in_point_order(wrong, ids, cpu)
+
+
+def test_runs_that_do_not_tile_the_tree_order_raise_whatever_their_lengths_add_up_to():
+    """Workers that cut their runs differently (a gap here, an overlap there) must never give a result."""
+    cpu, ids = get_backend("cpu"), np.arange(6)
+    fits = [tree_run(0, np.arange(2.0)), tree_run(2, np.arange(2.0)), tree_run(4, np.arange(2.0))]
+    np.testing.assert_array_equal(in_point_order(fits, ids, cpu), [0, 1, 0, 1, 0, 1])
+    u32 = lambda *values: np.array(values, np.uint32)  # noqa: E731
+    for wrong in (
+        [tree_run(0, np.arange(3.0)), tree_run(2, np.arange(1.0)), tree_run(4, np.arange(2.0))],  # overlap, then a gap
+        [tree_run(0, np.arange(2.0)), tree_run(3, np.arange(2.0)), tree_run(4, np.arange(2.0))],
+        [tree_run(0, u32(1, 1, 1), u32(0, 0, 0)), tree_run(3, u32(1, 1, 1))],  # counted runs mixed with plain ones
+    ):
+        with pytest.raises(RuntimeError, match="do not fit together"):
             in_point_order(wrong, ids, cpu)
 
 
