@@ -14,9 +14,10 @@ The rho shares stay on the workers, which send them to each other: every worker 
 itself (the caller's rule, ties by index) and computes delta and parent of an equal range of leaves, each CPU
 worker holding the neighbour lists of its own range only. So per call the caller sends the tasks alone and
 receives, in one gather, squared delta (float32) and parents (int32) by runs, and from the first worker rho in
-point order (cut-off counts as uint32) and the density order (int32), which it would otherwise make again (at
-100M points on two H100s, adding up the runs and ranking took the caller 25 ms after the last task; a GPU worker
-sends nothing before its delta kernels are done anyway, as sending a CuPy array synchronises its device). GPU
+point order (cut-off counts as uint32) and, GPU to GPU, the density order (int32), which it would otherwise make
+again (at 100M points on two H100s, adding up the runs and ranking took the caller 25 ms after the last task; a
+GPU worker sends nothing before its delta kernels are done anyway, as sending a CuPy array synchronises its
+device; through host memory and TCP, at about 1 GB/s, the order would cost more than the caller's sort). GPU
 workers keep these arrays on their GPU where Dask's comms are UCX (GPU to GPU, over NVLink where there is one;
 ``local_cluster(..., protocol="ucx")``), and copy them to host memory for TCP. Runs of leaves come back in the
 workers' tree order (checked to be the same on every worker), strip shares with their point indices; the
@@ -99,8 +100,8 @@ class Replicas:
         deletes is not the one a fresh build gives). ``progress(phase, fraction)`` and ``timings`` as
         ``IndexedPoints.fields``' ("rho": until every share of rho is done).
 
-        The rho shares stay on the workers: every worker ranks the points from all shares itself (the same rule
-        as the caller's) and computes delta of its own share; the first also sends rho in point order and the
+        The rho shares stay on the workers: every worker ranks the points from all shares itself (the rule of one
+        process) and computes delta of its own share; the first also sends rho in point order, and over UCX the
         density order, so the caller neither adds up the shares nor ranks the points again. A call is two
         dependent tasks per worker, and the caller gathers once."""
         self._check(tree)
@@ -112,8 +113,11 @@ class Replicas:
         timings["rho"] = time.perf_counter() - started
         shares = self._gather(delta_shares, progress, "delta")
         delta, parent = self._delta_from(shares)
-        rho, order = (self._engine.asarray(shares[0][name]) for name in ("rho", "order"))
-        rho, order = rho.astype(np.float64), order.astype(np.int64)
+        rho = self._engine.asarray(shares[0]["rho"]).astype(np.float64, copy=False)
+        if "order" in shares[0]:
+            order = self._engine.asarray(shares[0]["order"]).astype(np.int64)
+        else:  # sent only GPU to GPU: through host memory it costs more than a sort here
+            order = self._engine.density_order(rho)[0]
         self._engine.synchronize()
         timings["delta"] = time.perf_counter() - started - timings["rho"]
         return rho, delta, parent, order
@@ -147,8 +151,9 @@ class Replicas:
 
     def _delta_from(self, shares: list):
         """(delta, parent) in point order from the shares' runs of squared delta and parents."""
-        delta2, parent = (self._engine.xp.concatenate([self._engine.asarray(share[name]) for share in shares]) for name in ("delta2", "parent"))
-        if delta2.shape[0] != self.n_points:
+        xp, asarray = self._engine.xp, self._engine.asarray
+        delta2, parent = (xp.concatenate([asarray(share[name]) for share in shares]) for name in ("delta2", "parent"))
+        if not delta2.shape == parent.shape == (self.n_points,):
             raise RuntimeError(f"the workers' shares give {delta2.shape[0]} values for {self.n_points} points")
         return self._engine.delta_in_point_order(self._caller_tree_ids(), delta2, parent)
 
@@ -185,6 +190,8 @@ class Replicas:
 
         results = {}
         for done, (future, result) in enumerate(as_completed(futures, with_results=True), start=1):
+            if future.status != "finished":  # cancelled (with_results raises errors, not cancellations)
+                future.result()
             results[future.key] = result
             if progress is not None:
                 progress(phase, done / len(futures))
@@ -279,7 +286,8 @@ def _runs_in_tree_order(runs: list, engine):
         end = run["start"] + run["own"].shape[0]
         if isinstance(run["later"], tuple):
             at, counts = (engine.asarray(part) for part in run["later"])
-            if at.shape != counts.shape or (at.shape[0] and not (0 <= int(at.min()) and int(at.max()) < values.shape[0] - end)):
+            inside = at.shape[0] == 0 or 0 <= int(at.min()) and int(at.max()) < values.shape[0] - end
+            if at.shape != counts.shape or not inside:
                 raise RuntimeError("the workers' runs of cut-off counts do not fit together")
             values[end + at] += counts
         elif run["later"].shape[0] == values.shape[0] - end:
@@ -315,8 +323,9 @@ class Cuts:
 
     def balanced_run(self, engine, tree: VPTree, dc: float, kernel: str, share: int) -> tuple[int, int]:
         """The share's run of rho's leaves, from the sampled leaves' costs measured here (the same on every worker:
-        the same tree, whole numbers; a cluster of unlike GPUs, whose node balls might round differently, is not
-        checked for); the GPU counts each cut-off pair inside a run once, by its earlier leaf."""
+        the same tree, whole numbers; where unlike GPUs rounded their node balls differently, the runs would not
+        tile the tree order, which raises); the GPU counts each cut-off pair inside a run once, by its earlier
+        leaf."""
         if self.leaves is None:
             return self.run(share)
         once = engine.name == "gpu" and kernel == "cutoff"
@@ -410,17 +419,19 @@ def _strips_share(tree: VPTree, dc: float, mean_rho: float, part: int, parts: in
 
 
 @_worker_task
-def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list, send_ranking: bool) -> dict:
+def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, rho_shares: list, send_ranking: bool):
     """The share's run of squared delta and parents ("delta2", "parent"), the density ranking made here from every
-    share of rho; with ``send_ranking`` also rho in point order ("rho", cut-off counts as uint32) and the density
-    order ("order"). A dict, sent array by array (``tree_run``)."""
+    share of rho; with ``send_ranking`` also rho in point order ("rho", cut-off counts as uint32) and, where the
+    arrays go GPU to GPU, the density order ("order"). A dict, sent array by array (``tree_run``)."""
     engine = get_backend(backend)
     rho = in_point_order(rho_shares, tree.ids, engine)
     order, rank = engine.density_order(rho)
     delta2, parent = engine.delta_of_leaves(tree, rank[tree.ids], *cuts.run(share), graph)
     share = {"delta2": _to_send(delta2), "parent": _to_send(_compact(parent, tree.n_points))}
     if send_ranking:
-        share.update(rho=_to_send(rho), order=_to_send(_compact(order, tree.n_points)))
+        share["rho"] = _to_send(rho)
+        if _on_gpu_comms() and backend == "gpu":  # through host memory and TCP it would cost more than a sort
+            share["order"] = _compact(order, tree.n_points)
     return share
 
 
@@ -440,9 +451,14 @@ def _to_send(values):
     (UCX, over NVLink where there is one), and is copied to host memory for the others (TCP takes a NumPy array
     faster than Dask's serialisation of a CuPy one: 0.09-0.13 s less per call at 20M points, 0.23-0.29 s at 100M,
     on two H100s)."""
+    return values if _on_gpu_comms() else _host(values)
+
+
+def _on_gpu_comms() -> bool:
+    """Whether this worker's comms move GPU arrays GPU to GPU (UCX)."""
     from distributed import get_worker  # noqa: PLC0415  (dask is optional)
 
-    return values if get_worker().address.startswith("ucx") else _host(values)
+    return get_worker().address.startswith("ucx")
 
 
 def _host(values) -> np.ndarray:

@@ -135,7 +135,8 @@ def to_numpy(values) -> np.ndarray:
 
 
 _largest_count = cp.ReductionKernel(
-    "T x", "float64 y", "(double)x >= 0 && (double)x < 4294967296.0 && (double)x == floor((double)x) ? (double)x : -1.0",
+    "T x", "float64 y",
+    "(double)x >= 0 && (double)x < 4294967296.0 && (double)x == floor((double)x) ? (double)x : -1.0",
     "a < 0 || b < 0 ? -1.0 : max(a, b)", "y = a", "0", "largest_count",
 )  # one pass, no temporaries: the largest value where every value is a count that fits uint32, else -1 (NaN too)
 
@@ -150,7 +151,7 @@ def density_order(rho_values: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
         keys = -rho_values
     else:
         narrowest = cp.uint16 if largest < 2**16 else cp.uint32
-        keys = narrowest(largest) - rho_values.astype(narrowest)  # the largest count first
+        keys = narrowest(largest) - rho_values.astype(narrowest, copy=False)  # the largest count first
     order = cp.argsort(keys)
     rank = cp.empty_like(order)
     rank[order] = cp.arange(order.shape[0])

@@ -34,6 +34,11 @@ def client():
 def assert_same_fit(a: DensityPeaks, b: DensityPeaks) -> None:
     for name in ("dc_", "rho_", "delta_", "parent_", "gamma_", "centers_", "labels_", "halo_"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    # the density order too (the first worker's, where it sends it), whole: labels show only part of it
+    for name in ("order", "order_rho"):
+        given, expected = (m.indexed_.backend.to_numpy(getattr(m.indexed_.fields(m.kernel_, m.dc_), name)) for m in (a, b))
+        assert given.dtype == expected.dtype, name
+        np.testing.assert_array_equal(given, expected, err_msg=name)
 
 
 def test_a_local_cluster_refuses_an_unknown_protocol_and_says_what_ucx_needs():
@@ -204,7 +209,7 @@ def test_inserted_and_deleted_points_reach_the_workers(client, rng):
     indexed.delete(rng.choice(len(points), 200, replace=False))
     dc = indexed.dc_for_percent(2.0)  # a new dc after the changes: computed now, on the workers
     fresh = IndexedPoints(indexed.backend.to_numpy(indexed.points), backend="cpu")
-    for name in ("rho", "delta", "parent"):
+    for name in ("rho", "delta", "parent", "order"):
         np.testing.assert_array_equal(getattr(indexed.fields("cutoff", dc), name), getattr(fresh.fields("cutoff", dc), name))
 
 

@@ -163,7 +163,9 @@ def test_node_minima_and_maxima_are_those_of_each_nodes_run(depth, rng):
 
 
 @pytest.mark.parametrize(
-    "values", ["counts", "counts as uint32", "counts to 65535", "counts to 65536 as uint32", "large counts", "real"]
+    "values",
+    ["counts", "counts as uint32", "counts to 65535", "counts to 65535 as uint32", "counts to 65536",
+     "counts to 65536 as uint32", "large counts", "real"],  # fmt: skip
 )
 def test_density_order_is_the_cpus_whatever_the_values_type(values, rng):
     """Whole counts take the GPU's uint16 or uint32 sort, anything else the float64 one: the same order, ties by
