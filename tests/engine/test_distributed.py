@@ -4,6 +4,7 @@ machine the same with GPU workers (both on its one GPU), and a dask-cuda LocalCU
 
 import copy
 import dataclasses
+import time
 import types
 
 import numpy as np
@@ -14,7 +15,8 @@ from dpstudio.engine.cpu.density import costs_of_leaves, delta_of_leaves, rho_of
 from dpstudio.engine.cpu.index import build_vptree
 from dpstudio.engine.cpu.search import neighbour_graph
 from dpstudio.engine.distributed import (
-    Cuts, _to_send, balanced_cuts, counted_run_of, in_point_order, local_cluster, tree_run, ucx_comms_installed,
+    Cuts, Replicas, _to_send, balanced_cuts, counted_run_of, in_point_order, local_cluster, tree_run,
+    ucx_comms_installed,
 )  # fmt: skip
 
 from . import oracle
@@ -353,6 +355,15 @@ def test_strip_shares_cover_every_point_once_however_many_strips(parts, rng):
     swept = np.stack([~np.isnan(share) for share in shares])
     assert np.array_equal(swept.sum(axis=0), np.ones(len(points)))
     np.testing.assert_array_equal(np.nansum(np.stack(shares), axis=0), whole)
+
+
+def test_a_cancelled_share_raises_where_its_result_was_wanted(client):
+    """A share cancelled by another hand (client.cancel, a restart) is an error, not a result to read values from."""
+    first = client.submit(time.sleep, 0.3, pure=False)
+    cancelled = client.submit(lambda _: 1, first, pure=False)
+    cancelled.cancel()
+    with pytest.raises(distributed.CancelledError):
+        Replicas._gather(None, [first, cancelled], None, "delta")  # (reads nothing of the Replicas)
 
 
 def test_delta_of_given_densities_on_a_cluster(client, rng):
