@@ -427,12 +427,12 @@ def _delta_of_leaves(tree: VPTree, graph, backend: str, cuts: Cuts, share: int, 
     rho = in_point_order(rho_shares, tree.ids, engine)
     order, rank = engine.density_order(rho)
     delta2, parent = engine.delta_of_leaves(tree, rank[tree.ids], *cuts.run(share), graph)
-    share = {"delta2": _to_send(delta2), "parent": _to_send(_compact(parent, tree.n_points))}
+    sent = {"delta2": _to_send(delta2), "parent": _to_send(_compact(parent, tree.n_points))}
     if send_ranking:
-        share["rho"] = _to_send(rho)
+        sent["rho"] = _to_send(rho)
         if _on_gpu_comms() and backend == "gpu":  # through host memory and TCP it would cost more than a sort
-            share["order"] = _compact(order, tree.n_points)
-    return share
+            sent["order"] = _compact(order, tree.n_points)
+    return sent
 
 
 def _positions(tree: VPTree, first_leaf: int, last_leaf: int) -> tuple[int, int]:
