@@ -11,7 +11,7 @@ own points' counts, its part of the later points' (only the non-zero ones where 
 whoever gathers the shares adds them up, so no range waits for another's.
 
 The rho shares stay on the workers, which send them to each other: every worker ranks all points by density
-itself (the caller's rule, ties by index) and computes delta and parent of an equal range of leaves, each CPU
+itself (the rule of one process, ties by index) and computes delta and parent of an equal range of leaves, each CPU
 worker holding the neighbour lists of its own range only. So per call the caller sends the tasks alone and
 receives, in one gather, squared delta (float32) and parents (int32) by runs, and from the first worker rho in
 point order (cut-off counts as uint32) and, GPU to GPU, the density order (int32), which it would otherwise make
@@ -26,8 +26,8 @@ kernels). Labels, halo and everything else stay on the caller's backend. cuML's 
 same way (data broadcast, rows partitioned).
 
 ``Replicas.decision_graph`` gives a backend's rho, delta, parent and density order, so ``IndexedPoints(X,
-client=client)`` (and ``DensityPeaks(client=client)``) compute their decision graph here. Dask is an optional dependency
-(``pip install 'dpstudio[distributed]'``), imported only when a client is given.
+client=client)`` (and ``DensityPeaks(client=client)``) compute their decision graph here. Dask is an optional
+dependency (``pip install 'dpstudio[distributed]'``), imported only when a client is given.
 
 Past one worker's memory the same scheme extends to spatial partitions: each worker holds one region of the
 tree (a subtree's contiguous run of positions) plus every point within dc (3 dc for the Gaussian kernel) of it,

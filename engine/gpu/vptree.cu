@@ -612,8 +612,8 @@ __device__ __forceinline__ bool tile_nearest(const float* __restrict__ coords, i
 // its own pairs: the distance rule is symmetric (p - q and q - p round to the same magnitude).
 // Over the leaves [first_leaf, last_leaf) only (a Dask worker's run) it counts the pairs with a point there and the
 // other in the same leaf or after it: that run's part of every point's count, later runs' points included (which
-// whoever gathers the runs adds up; counting the pairs across a run's start again, for the run's own points, took 15% more
-// work at the 2% rule).
+// whoever gathers the runs adds up; counting the pairs across a run's start again, for the run's own points, took
+// 15% more work at the 2% rule).
 template <bool TENSOR>
 __global__ void LEAF_KERNEL_BOUNDS
     pair_counts(const float* __restrict__ coords, i64 n, int d, int depth, const i64* __restrict__ leaf_start, const float* __restrict__ center,
