@@ -29,7 +29,6 @@ from panel.links import Callback
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError
-from dpstudio.engine.data import READABLE
 
 from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
@@ -136,9 +135,10 @@ class StudioPage:
     # widgets ------------------------------------------------------------------------------------------------
     def _build_widgets(self) -> None:
         self.sample = pn.widgets.Select(name="Data set", options=list(sample_data.SAMPLES))
-        # FilePond refuses a file over the limit in the browser, and sends the rest in chunks the websocket takes
-        self.upload = pn.widgets.FileDropper(accepted_filetypes=list(READABLE), chunk_size=UPLOAD_CHUNK,
-                                             max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")  # fmt: skip
+        # FilePond refuses a file over the limit in the browser, and sends the rest in chunks the websocket takes.
+        # No accepted types: FilePond checks MIME types only, and browsers give .npy and .parquet none (""), so it
+        # refused them; the server names what it reads instead (read_upload)
+        self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature until you choose.", css_classes=["dp-status"])  # fmt: skip

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,14 +118,21 @@ def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
 
 def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:
     with _opened(source) as handle:
-        first = next((line for line in handle if line.strip()), b"").decode("utf-8", errors="replace")
-    if not first:
+        lines = [line.decode("utf-8", errors="replace") for line in itertools.islice((ln for ln in handle if ln.strip()), 2)]
+    if not lines:
         raise DataError(f"{name} has no rows")
+    first = lines[0]
     if sep is None:  # .txt: whichever of tab, comma, semicolon the first line uses, else whitespace
         sep = next((s for s in ("\t", ",", ";") if s in first), r"\s+")
-    fields = [f.strip().strip('"') for f in (first.split() if sep == r"\s+" else first.split(sep))]
-    has_header = not all(_is_number(f) for f in fields)
-    options = {"sep": sep, "header": 0 if has_header else None, "skip_blank_lines": True}
+    elif sep == "," and "," not in first and ";" in first:  # a spreadsheet's export where the decimal mark is a comma
+        sep = ";"
+    # with semicolons, numbers may have decimal commas ("-0,126;4,567"), as such exports write them
+    decimal = "," if sep == ";" and len(lines) > 1 and "," in lines[1] else "."
+    fields = _fields(first, sep)
+    if len(lines) > 1 and len(_fields(lines[1], sep)) > len(fields):  # pandas would take the first field for an index
+        raise DataError(f"{name}: rows have more fields than the first line's {len(fields)}; is '{sep}' the separator?")
+    has_header = not all(_is_number(f.strip().replace(decimal, ".")) for f in fields)
+    options = {"sep": sep, "decimal": decimal, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
     with _opened(source) as handle:
         try:
             return pd.read_csv(handle, **options)
@@ -131,6 +140,11 @@ def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd
             pass
     with _opened(source) as handle:
         return pd.read_csv(handle, encoding="latin-1", **options)
+
+
+def _fields(line: str, sep: str) -> list[str]:
+    """A line's fields as the CSV parser splits them (quotes respected)."""
+    return line.split() if sep == r"\s+" else next(csv.reader([line.rstrip("\r\n")], delimiter=sep))
 
 
 def _is_number(text: str) -> bool:

@@ -42,6 +42,7 @@ def test_named_columns_and_text_columns_skipped(tmp_path):
         ("x,y\n1,2\n3,abc\n4,5\n", ".csv", "column 'y' is not numeric: value 'abc' at row 1"),
         ("name\nfoo\nbar\n", ".csv", "no numeric columns"),
         ("x,y\n1,2\nnan,3\n4,inf\n5,6\n", ".csv", "2 row(s) contain NaN or infinite values (first at row 1"),
+        ("x,y\n1,2,3\n4,5,6\n", ".csv", "rows have more fields than the first line's 2; is ',' the separator?"),
         ("1,2\n", ".xlsx", "unsupported file type '.xlsx'"),
         ("not parquet", ".parquet", "cannot read"),
     ],
@@ -54,6 +55,16 @@ def test_bad_files_give_one_line_errors(tmp_path, content, suffix, message):
         to_points(path)
     assert message in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_semicolon_exports_with_decimal_commas(tmp_path):
+    """A spreadsheet's CSV where the decimal mark is a comma: fields by semicolons, numbers with commas."""
+    (tmp_path / "eu.csv").write_text("a;b\n-0,126;4,567\n1,5;2\n")
+    (tmp_path / "semi.csv").write_text("a;b\n1.5;2\n3;4\n")
+    eu, semi = to_points(tmp_path / "eu.csv"), to_points(tmp_path / "semi.csv")
+    assert eu.columns == semi.columns == ("a", "b")
+    np.testing.assert_array_equal(eu.values, np.float32([[-0.126, 4.567], [1.5, 2]]))
+    np.testing.assert_array_equal(semi.values, np.float32([[1.5, 2], [3, 4]]))
 
 
 def test_npy_never_unpickles(tmp_path):

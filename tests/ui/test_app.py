@@ -119,6 +119,22 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     assert table_rows(page) == 5  # still the blobs clustering
 
 
+def test_npy_and_parquet_files_load_and_other_types_are_named(page: Page, server, tmp_path, rng):
+    """Chosen from disk: Chromium gives these files no MIME type (""), which a type check in the browser refused."""
+    open_app(page, server.url)
+    upload = page.locator("input.filepond--browser")
+    values = rng.normal(size=(120, 2))
+    np.save(tmp_path / "mine.npy", values)
+    pd.DataFrame(values, columns=["u", "v"]).to_parquet(tmp_path / "mine.parquet")
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK not really a spreadsheet")
+    for name in ("mine.npy", "mine.parquet"):
+        upload.set_input_files(tmp_path / name)
+        expect(data_set_info(page)).to_contain_text(f"{name}: 120 points", timeout=TIMEOUT_MS)
+    upload.set_input_files(tmp_path / "sheet.xlsx")
+    expect(page.locator(".alert", has_text="Loading failed")).to_contain_text("unsupported file type '.xlsx'", timeout=TIMEOUT_MS)
+    expect(data_set_info(page)).to_contain_text("mine.parquet: 120 points")
+
+
 def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, server):
     open_app(page, server.url)
     rule_dc = dc_field(page).input_value()
