@@ -240,7 +240,7 @@ class StudioPage:
         self.embed.on_click(lambda e: self._start("Computing the t-SNE view (a minute or two at 50,000 points)", studio.show_embedding))
         self.use_features.on_click(lambda e: self._start("Loading", self._set_features, list(self.features.value), self.standardize.value))
         self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new), "value")
-        self.dc.param.watch(lambda e: self._start("Changing dc", session.set_dc, e.new, redraw=True), "value_throttled")
+        self.dc.param.watch(self._dc_moved, ["value", "value_throttled"])
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
         self.halo.param.watch(lambda e: self._start("Computing the halo", session.set_halo, e.new), "value")
@@ -632,6 +632,13 @@ class StudioPage:
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
         self.kernel.value = session.kernel
         self.log_axes.value = session.log_axes
+
+    def _dc_moved(self, event) -> None:
+        """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box
+        sends no value_throttled for 0 (its own starts at 0, so the browser's 0 is no change), which left 0 shown
+        and the old dc in use without a word."""
+        if event.name == "value_throttled" or event.new == 0:
+            self._start("Changing dc", self.session.set_dc, event.new, redraw=True)
 
     def _percent_typed(self, event) -> None:
         if event.new.strip() and event.new != _percent_text(self.session.dc_percent):

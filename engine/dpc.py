@@ -137,7 +137,7 @@ class DensityPeaks(IndexedEstimator):
         if dc is None and dc_percent is None and self.dc_rule == "entropy":
             dc = self.indexed_.dc_for_entropy(timings=self.timings_)
         elif dc is None:
-            dc = self.indexed_.dc_for_percent(dc_percent or self.dc_percent, timings=self.timings_)
+            dc = self.indexed_.dc_for_percent(self.dc_percent if dc_percent is None else dc_percent, timings=self.timings_)
         self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_, cache=cache)
         self.dc_, self.kernel_ = self._fields.dc, kernel
         return self.assign(centers=centers(self) if callable(centers) else centers)

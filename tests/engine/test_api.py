@@ -114,6 +114,9 @@ def test_bad_parameters(rng):
         DensityPeaks(backend="tpu").fit(blobs(rng, 50))
     with pytest.raises(ValueError, match="dc_percent"):
         DensityPeaks(dc_percent=0, backend="cpu").fit(blobs(rng, 50))
+    fitted = DensityPeaks(backend="cpu").fit(blobs(rng, 50))
+    with pytest.raises(ValueError, match=r"dc_percent must be in \(0, 100\), got 0"):  # not the estimator's 2% instead
+        fitted.set_dc(dc_percent=0)
 
 
 def test_densest_point_is_always_a_center(rng):

@@ -139,6 +139,10 @@ def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, s
     open_app(page, server.url)
     rule_dc = dc_field(page).input_value()
     expect(percent_field(page)).to_have_value("2")
+    # refused like any dc <= 0, and the box shows the dc in use again; first, when the box had sent no other value
+    type_into(dc_field(page), "0")
+    expect(page.locator(".alert", has_text="Changing dc failed")).to_contain_text("positive", timeout=TIMEOUT_MS)
+    expect(dc_field(page)).to_have_value(rule_dc)
     type_into(dc_field(page), "0.8")
     expect(percent_field(page)).to_have_value("", timeout=TIMEOUT_MS)  # no longer the rule's dc
     type_into(percent_field(page), "2")
