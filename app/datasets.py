@@ -119,8 +119,10 @@ class DatasetCache:
         key = f"file:{path}:{stat.st_mtime_ns}:{stat.st_size}"
         return self._get(key, path.name, lambda: path, progress)
 
-    def upload(self, filename: str, content: bytes, max_bytes: int, progress: Progress | None = None) -> Dataset:
-        """A file sent from the browser: size and type checked before anything is parsed."""
+    def upload(self, filename: str, content: bytes, max_bytes: int, progress: Progress | None = None,
+               standardize: bool = False) -> Dataset:  # fmt: skip
+        """A file sent from the browser, every numeric column a feature, each z-scored if ``standardize``: size
+        and type checked before anything is parsed."""
         name = Path(filename or "upload").name  # never a path from the client
         if len(content) > max_bytes:
             raise DataError(f"{name} is {len(content) / 2**20:.1f} MB; the upload limit is {max_bytes / 2**20:.0f} MB")
@@ -130,7 +132,7 @@ class DatasetCache:
         # parsed in memory: no copy of the user's file on disk, to be left behind if the server is killed
         # a compressed file expands to no more values than a CSV of the size limit could hold (2 bytes a value)
         table = partial(read_upload, name, content, max_values=max_bytes // 2)
-        return self._get(key, name, table, progress)
+        return self._get(f"{key}|*|standardized" if standardize else key, name, table, progress, standardize=standardize)
 
     def features(self, dataset: Dataset, columns, standardize: bool, progress: Progress | None = None) -> Dataset:
         """The same source with other feature columns (in the order given) and/or each z-scored, as the CLI's

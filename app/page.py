@@ -141,7 +141,8 @@ class StudioPage:
         self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
-            "Every numeric column is a feature until you choose.", css_classes=["dp-status"])  # fmt: skip
+            "Every numeric column is a feature until you choose; each is z-scored while Standardize is ticked.",
+            css_classes=["dp-status"])  # fmt: skip
         self.dataset_info = pn.pane.Markdown()
         # a list box of fixed height: a data set of 64 columns would fill the sidebar with tags
         self.features = pn.widgets.MultiSelect(name="Features (the columns distances use; Ctrl+click)", size=5,
@@ -579,7 +580,8 @@ class StudioPage:
             content = content.encode()
         if not content:
             raise DataError(f"{filename} is empty")
-        self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress)
+        # read as the Standardize box says: so values too large for float32 distances can be loaded at all
+        self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress, self.standardize.value)
         self._load(self._your_file, progress)
 
     def _set_features(self, columns: list[str], standardize: bool, progress=None) -> None:

@@ -182,6 +182,7 @@ def to_points(
     drop_nonfinite: bool = False,
 ) -> Points:
     """Validate a path, DataFrame or array into float32 points (N >= 2, d >= 1, all finite)."""
+    table = isinstance(data, (str, Path, pd.DataFrame))
     if isinstance(data, (str, Path)):
         frame = read_table(data)
     elif isinstance(data, pd.DataFrame):
@@ -203,6 +204,8 @@ def to_points(
         chosen = {c: _numeric_column(frame, c, True) for c in columns}
     else:
         chosen = {c: v for c in frame.columns if (v := _numeric_column(frame, c, False)) is not None}
+        if table:  # a column with no value at all (a spreadsheet's blank one) is no feature, as text is none
+            chosen = {c: v for c, v in chosen.items() if np.isfinite(v).any()}
         if not chosen:
             raise DataError(f"no numeric columns (columns: {', '.join(frame.columns)})")
     values = np.column_stack(list(chosen.values())) if chosen else np.empty((len(frame), 0))
@@ -220,7 +223,7 @@ def to_points(
     if standardize:
         spread = values.std(axis=0)
         values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
-    check_scale(values, "rescale the data or use --standardize")
+    check_scale(values, "rescale the data, or standardize it (--standardize; in the app, tick Standardize and load it again)")
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 

@@ -129,3 +129,15 @@ def test_the_teaching_layers_join_the_plots_when_first_wanted(cache, gesture, mo
     page._add_teaching_layers()
     assert (page.view_pane.object, page.graph_pane.object) == with_layers  # once
     page.close()
+
+
+def test_a_file_chosen_while_standardize_is_ticked_is_read_standardized(cache, rng):
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    content = b"a,b\n" + b"".join(f"{x * 1e30:.17g},{y:.17g}\n".encode() for x, y in rng.normal(size=(80, 2)))
+    assert not asyncio.run(page.run("Loading", page._load_upload, "huge.csv", content))  # refused, with the advice
+    assert "tick Standardize and load it again" in page.alert.object
+    page.standardize.value = True
+    assert asyncio.run(page.run("Loading", page._load_upload, "huge.csv", content))
+    assert page.studio.dataset.name == "huge.csv" and page.studio.dataset.standardized
+    assert page.standardize.value  # the box shows how the data set shown was read

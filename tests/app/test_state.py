@@ -281,6 +281,16 @@ def test_uploads_are_checked_and_keyed_by_content(cache):
         cache.upload("bad.csv", b"a,b\n1,2\n3,x\n4,5\n", max_bytes=2**20)
 
 
+def test_an_upload_too_large_for_float32_loads_standardized_as_the_message_advises(cache, rng):
+    values = rng.normal(size=(60, 2)) * 1e30
+    content = pd.DataFrame(values, columns=["a", "b"]).to_csv(index=False).encode()
+    with pytest.raises(DataError, match="too large.*tick Standardize and load it again"):
+        cache.upload("huge.csv", content, max_bytes=2**20)
+    dataset = cache.upload("huge.csv", content, max_bytes=2**20, standardize=True)
+    assert dataset.standardized and dataset.n_points == 60
+    np.testing.assert_allclose(dataset.points.values.std(axis=0), 1, rtol=1e-5)
+
+
 def test_a_small_parquet_file_that_expands_past_the_limit_is_refused_unread(cache):
     buffer = io.BytesIO()
     pd.DataFrame({"x": np.zeros(400_000), "y": np.zeros(400_000)}).to_parquet(buffer)  # a few KB compressed

@@ -57,6 +57,16 @@ def test_bad_files_give_one_line_errors(tmp_path, content, suffix, message):
     assert "\n" not in str(error.value)
 
 
+def test_a_column_with_no_value_is_no_feature_unless_named(tmp_path):
+    (tmp_path / "blank.csv").write_text("a,empty,b\n1,,2\n3,,4\n5,,7\n")
+    points = to_points(tmp_path / "blank.csv", drop_nonfinite=True)
+    assert points.columns == ("a", "b") and points.values.shape == (3, 2)
+    with pytest.raises(DataError, match="need at least 2 points, got 0"):
+        to_points(tmp_path / "blank.csv", ["a", "empty"], drop_nonfinite=True)
+    with pytest.raises(DataError, match="row"):  # an array's columns are all kept: its NaN rows are the error
+        to_points(np.array([[1.0, np.nan], [2.0, np.nan], [3.0, np.nan]]))
+
+
 def test_semicolon_exports_with_decimal_commas(tmp_path):
     """A spreadsheet's CSV where the decimal mark is a comma: fields by semicolons, numbers with commas."""
     (tmp_path / "eu.csv").write_text("a;b\n-0,126;4,567\n1,5;2\n")
