@@ -41,7 +41,9 @@ def tree_boxes(tree: CondensedTree, selected: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({
         "x0": x0[ids], "birth": clusters.birth[ids], "x1": x0[ids] + size[ids], "death": np.maximum(death[ids], clusters.birth[ids]),
         "cluster": ids + n, "size": size[ids], "stability": clusters.stability[ids], "label": label[ids],
-        "colour": [cluster_colour(lab) if lab >= 0 else UNSELECTED for lab in label[ids]],
+        # strings even with no box (min_cluster_size >= N leaves only the root): an empty list would be a float
+        # column, which BokehJS refuses as colours ("invalid color array") and then stops drawing the plot
+        "colour": np.array([cluster_colour(lab) if lab >= 0 else UNSELECTED for lab in label[ids]], object),
     })  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, SessionPlots, shade_categories, shade_counts
 from dpstudio.app.studio import Studio
+from dpstudio.app.tree_plot import NO_BOXES, tree_boxes
 
 
 def test_no_cluster_colour_passes_for_the_halo_grey():
@@ -248,3 +249,18 @@ def test_a_plot_made_again_with_the_teaching_layers_keeps_the_zoom():
     assert (figure.x_range.start, figure.x_range.end) == zoom["x_range"]
     assert (figure.y_range.start, figure.y_range.end) == zoom["y_range"]
     plots.close()
+
+
+@pytest.mark.parametrize("min_cluster_size", [15, 2300])  # 2300 = N: the tree is the root alone, with no box
+def test_the_condensed_trees_boxes_keep_their_column_types_with_or_without_boxes(cache, min_cluster_size):
+    """BokehJS takes each frame's columns as typed as the first's: colours must stay strings, also with no box."""
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    studio.set_method("hdbscan")
+    studio.hdbscan.set_parameters(min_cluster_size=min_cluster_size)
+    model = studio.hdbscan.model
+    boxes = tree_boxes(model.condensed_tree_, model.selected_clusters_)
+    assert (len(boxes) == 0) == (min_cluster_size == studio.dataset.n_points)
+    assert set(boxes.columns) == set(NO_BOXES.columns)
+    for name in boxes.columns:  # the colours never a float column (what an empty list becomes)
+        assert pd.api.types.is_numeric_dtype(boxes[name]) == (name != "colour"), name
