@@ -23,7 +23,7 @@ PLATEAU_ARI = 0.95  # neighbouring dc values this alike (and with as many cluste
 PLATEAU_MIN = 3  # dc values in a row that make a plateau
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: no value equality (a comparison of two sweeps raised)
 class DcSweep:
     kernel: str
     dc: np.ndarray  # increasing

@@ -4,6 +4,8 @@ hand-picked HDBSCAN selection, colouring by ground truth, the pinned comparison 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import panel as pn
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
@@ -11,6 +13,7 @@ from dpstudio import sample_data
 from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
 from dpstudio.app.studio import Studio
 from dpstudio.app.sweep import dc_sweep, plateaus, sweep_dcs
+from dpstudio.app.sweep_plot import SweepPlot
 from dpstudio.engine import DBSCAN, HDBSCAN
 
 
@@ -164,6 +167,12 @@ def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio):
     at_rule = frame.iloc[(frame["dc"] - studio.dpc.dc).abs().argmin()]
     assert 0 <= frame["halo"].min() and frame["halo"].max() <= 1 and frame["ari"].max() <= 1
     assert at_rule["clusters"] >= 1
+    pn.extension(notifications=False)  # as the server does
+    plot = SweepPlot(studio.dpc)
+    first = plot._frame()
+    studio.dpc.run_sweep()  # again: the plot's frame is made for the new sweep (comparing the two sweeps raised)
+    pd.testing.assert_frame_equal(plot._frame(), first)
+    plot.close()
     studio.dpc.set_dc(kernel="gaussian")
     assert studio.dpc.sweep is None  # it was for the cut-off kernel
 
