@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 
 import panel as pn
-from bokeh.models import CustomJSTickFormatter
+from bokeh.models import CustomJSTickFormatter, PrintfTickFormatter
 
 from .dbscan_plots import DBSCANPlots
 from .density_state import DBSCANState, HDBSCANState
@@ -30,8 +30,11 @@ class DBSCANControls:
         self.state, self.start, self.follow = state, start, follow
         eps_label = CustomJSTickFormatter(code=EPS_LABEL)  # its own: a Bokeh model belongs to one session's document
         self.eps = pn.widgets.FloatSlider(name="ε (log scale: drag, the points follow)", format=eps_label, value=0.0)
-        self.eps_typed = pn.widgets.FloatInput(name="ε (type a value)", format="0.[0000]")
-        self.min_samples = pn.widgets.IntInput(name="min_samples (the point counted)", start=1, width=150)
+        # 6 significant digits, as _typed rounds: a fixed number of decimals showed 0 for data in small units
+        self.eps_typed = pn.widgets.FloatInput(name="ε (type a value)", format=PrintfTickFormatter(format="%.6g"))
+        # no bounds on the whole-number boxes: the browser kept a value out of them on show, unsent, beside the
+        # clustering of the last good one; the state refuses it with a message instead
+        self.min_samples = pn.widgets.IntInput(name="min_samples (the point counted)", width=150)
         self.show_core = pn.widgets.Checkbox(name="Core points larger than border points", value=True)
         self.counts = pn.pane.Markdown()
         self.eps.param.watch(self._eps_moved, "value")
@@ -58,8 +61,8 @@ class DBSCANControls:
         self.eps.param.update(start=low, end=high, step=(high - low) / EPS_STEPS)
         if not math.isclose(10**self.eps.value, state.eps, rel_tol=1e-9):  # a value sent back mid-drag would jump
             self.eps.value = log_eps
-        self.eps_typed.value = _typed(state.eps)
-        self.min_samples.param.update(value=state.min_samples, end=state.dataset.n_points)
+        self.eps_typed.param.update(value=_typed(state.eps), step=10 ** (math.floor(math.log10(state.eps)) - 1))  # arrows: 1-10%
+        self.min_samples.value = state.min_samples
         clusters, noise = state.curve().at(state.eps)
         self.counts.object = f"**{clusters:,} clusters, {noise:,} noise points** ({100 * noise / state.dataset.n_points:.1f}%)"
 
@@ -88,8 +91,8 @@ def _typed(eps: float) -> float:
 class HDBSCANControls:
     def __init__(self, state: HDBSCANState, plot: TreePlot, start: Callable):
         self.state = state
-        self.min_cluster_size = pn.widgets.IntInput(name="min_cluster_size", start=2, width=150)
-        self.min_samples = pn.widgets.IntInput(name="min_samples", start=1, width=150)
+        self.min_cluster_size = pn.widgets.IntInput(name="min_cluster_size", width=150)  # unbounded: see DBSCAN's
+        self.min_samples = pn.widgets.IntInput(name="min_samples", width=150)
         self.selection = pn.widgets.RadioButtonGroup(name="Selection", options={"excess of mass": "eom", "leaves": "leaf"}, **CHOICE_STYLE)
         self.picked = pn.pane.Markdown(css_classes=STATUS)
         self.back_to_rule = pn.widgets.Button(name="Back to the rule's selection", visible=False)

@@ -84,10 +84,18 @@ def test_typed_eps_and_wrong_values(page: Page, server):
     expect(page.get_by_text("eps must be a finite number > 0")).to_be_visible(timeout=TIMEOUT_MS)
     expect(counts(page)).to_contain_text("1 clusters")  # the last good clustering stays
     expect(field).to_have_value("3", timeout=TIMEOUT_MS)
+    type_into(field, "0.00003830")  # shown to six significant digits, whatever the data's units (not 4 decimals: "0")
+    expect(counts(page)).to_contain_text("0 clusters", timeout=TIMEOUT_MS)
+    field.blur()  # the box shows the value in its format once left
+    expect(field).to_have_value("0.0000383")
     min_samples = page.get_by_label("min_samples (the point counted)")
     type_into(min_samples, "20")
     expect(page.get_by_text("mst:")).to_be_visible(timeout=TIMEOUT_MS)
     expect(min_samples).to_have_value("20")
+    for wrong in ("-3", "100000"):  # refused with a message, and the box shows the value in use again
+        type_into(min_samples, wrong)
+        expect(page.locator(".alert", has_text="min_samples must be a whole number from 1")).to_be_visible(timeout=TIMEOUT_MS)
+        expect(min_samples).to_have_value("20", timeout=TIMEOUT_MS)
 
 
 def test_dbscans_controls_join_each_of_two_open_pages(page: Page, server):
