@@ -188,7 +188,8 @@ class DensityPeaks(IndexedEstimator):
             self.assign(centers=kept[kept >= 0])
         old_labels, old_centers, forced_before = before
         forced_now = self._chosen is not None and self._chosen.size < self.centers_.size
-        self.changes_ = cluster_changes(old_labels, old_centers, self.labels_, self.centers_, mapping, forced=(forced_before, forced_now))
+        self.changes_ = cluster_changes(old_labels, old_centers, self.labels_, self.centers_, mapping,
+                                        forced=(forced_before, forced_now), by_points=self._chosen is None)  # fmt: skip
 
     # centers and labels -------------------------------------------------------------------------------------
     @property
@@ -387,25 +388,30 @@ def describe_changes(changes: dict) -> str:
     return ", ".join([*words, f"{changes['moved']} points moved"])
 
 
-def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forced=(False, False)) -> dict:
+def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forced=(False, False), by_points=False) -> dict:
     """What an update did to the clusters. A cluster is its center point: it continues while that point is a
     center; but the cluster of the densest point, added as the last center because it was not chosen (``forced``:
-    whether that is so before and after), continues as such, whichever point is densest. ``mapping``: each old
-    point's new index (-1: deleted; None: nothing deleted, points only added).
+    whether that is so before and after), continues as such, whichever point is densest. ``by_points`` (the
+    automatic clusters, whose centers are each peak's densest point of the moment): a cluster continues as the new
+    one that took most of its points, where it is also the old one most of that new one's points come from.
+    ``mapping``: each old point's new index (-1: deleted; None: nothing deleted, points only added).
 
-    Returns {"clusters": number now, "appeared": new labels whose center is new, "vanished": old labels whose
-    center went, "merged": {vanished old label: new label holding most of its points}, "split": {old label: new
+    Returns {"clusters": number now, "appeared": new labels that continue no old one, "vanished": old labels that
+    none continues, "merged": {vanished old label: new label holding most of its points}, "split": {old label: new
     labels that appeared and took some of its points}, "moved": points of the old clusters now in another}.
     """
     mapping = np.arange(old_labels.shape[0]) if mapping is None else mapping
     survived = mapping >= 0
-    label_of_center = {int(c): k for k, c in enumerate(centers)}
-    continues = np.array([label_of_center.get(int(mapping[c]), -1) if mapping[c] >= 0 else -1 for c in old_centers], np.int64)
-    if forced[0] and forced[1] and continues[-1] < 0:
-        continues[-1] = len(centers) - 1
-    appeared = sorted(set(range(len(centers))) - set(continues[continues >= 0].tolist()))
     old, new = old_labels[survived], labels[mapping[survived]]
     old_of, new_of, counts = _flows(old, new)
+    if by_points:
+        continues = _mutual_majority(old_of, new_of, counts, len(old_centers))
+    else:
+        label_of_center = {int(c): k for k, c in enumerate(centers)}
+        continues = np.array([label_of_center.get(int(mapping[c]), -1) if mapping[c] >= 0 else -1 for c in old_centers], np.int64)
+        if forced[0] and forced[1] and continues[-1] < 0:
+            continues[-1] = len(centers) - 1
+    appeared = sorted(set(range(len(centers))) - set(continues[continues >= 0].tolist()))
     merged, split = {}, {}
     for a in range(len(old_centers)):
         first, last = np.searchsorted(old_of, [a, a + 1])
@@ -419,6 +425,20 @@ def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forc
         "clusters": len(centers), "appeared": appeared, "vanished": np.flatnonzero(continues < 0).tolist(),
         "merged": merged, "split": split, "moved": int((continues[old] != new).sum()),
     }  # fmt: skip
+
+
+def _mutual_majority(old_of: np.ndarray, new_of: np.ndarray, counts: np.ndarray, n_old: int) -> np.ndarray:
+    """Each old label's continuation by points (-1: none): the new label that took most of its points (the smallest
+    of a tie), where the old label is also the one most of that new label's points come from."""
+    clustered = (old_of >= 0) & (new_of >= 0)  # noise is no cluster
+    old_of, new_of, counts = old_of[clustered], new_of[clustered], counts[clustered]
+    by_old = np.lexsort((new_of, -counts, old_of))  # per old label, its largest flow first
+    first = np.unique(old_of[by_old], return_index=True)[1]
+    best_new = dict(zip(old_of[by_old][first].tolist(), new_of[by_old][first].tolist()))
+    by_new = np.lexsort((old_of, -counts, new_of))
+    first = np.unique(new_of[by_new], return_index=True)[1]
+    best_old = dict(zip(new_of[by_new][first].tolist(), old_of[by_new][first].tolist()))
+    return np.array([b if (b := best_new.get(a, -1)) >= 0 and best_old[b] == a else -1 for a in range(n_old)], np.int64)
 
 
 def _flows(old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -283,6 +283,31 @@ def test_cluster_changes_name_what_happened():
     assert changes["clusters"] == 3 and changes["moved"] == 3
 
 
+def test_automatic_clusters_continue_by_their_points_not_their_centers():
+    """The automatic clusters' centers are each peak's densest point of the moment: new points move them, and a
+    cluster that keeps its points is the same cluster (by center it vanished and appeared again)."""
+    old_labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2])
+    labels = np.array([1, 1, 1, 0, 0, 0, 2, 2, 2, 1, 2])  # two points added; other centers; cluster 1 loses a point
+    changes = cluster_changes(old_labels, np.array([0, 3, 7]), labels, np.array([3, 1, 8]), by_points=True)
+    assert changes == {"clusters": 3, "appeared": [], "vanished": [], "merged": {}, "split": {}, "moved": 1}
+    # old clusters 1 and 2 become one: it continues cluster 1, which gave it most of its points, and cluster 2
+    # merged into it; a new cluster appears from one of cluster 0's points
+    labels = np.array([0, 0, 2, 1, 1, 1, 1, 1, 1])
+    changes = cluster_changes(old_labels, np.array([0, 3, 7]), labels, np.array([0, 3, 2]), by_points=True)
+    assert changes["vanished"] == [2] and changes["merged"] == {2: 1} and changes["appeared"] == [2]
+    assert changes["split"] == {0: [2]} and changes["moved"] == 3
+
+
+def test_a_stream_of_the_same_blobs_changes_no_automatic_cluster(rng):
+    """Three far-apart blobs streamed in batches: the same three clusters each time, whichever points are their
+    densest (the stream log said every cluster vanished and appeared again, and every point moved)."""
+    points = (rng.normal(scale=0.5, size=(1500, 2)) + 12.0 * rng.integers(0, 3, (1500, 1))).astype(np.float32)
+    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points[:1000])
+    for batch in (points[1000:1250], points[1250:]):
+        dp.partial_fit(batch)
+        assert dp.changes_ == {"clusters": 3, "appeared": [], "vanished": [], "merged": {}, "split": {}, "moved": 0}
+
+
 def flows_by_definition(old, new, continues, appeared):
     """merged and split of ``cluster_changes`` by their words, from a full table of points per (old, new) label."""
     olds, news = sorted(set(old.tolist())), sorted(set(new.tolist()))
