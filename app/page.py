@@ -456,7 +456,7 @@ class StudioPage:
                     shown.cancel()
                 activity.busy.visible = activity.progress.visible = False
 
-    def open_query(self, params: dict[str, str]) -> None:
+    def open_query(self, params: dict[str, list[str]]) -> None:
         """The page's URL parameters (``reproduce.query_document``): a sample and its parameters shown once loaded; a
         bad one is said in the alert and the page opens as usual."""
         if not params:

@@ -165,9 +165,21 @@ def read_session(text: str | bytes) -> dict:
 
 
 def query_document(query: str | dict) -> dict:
-    """A session document from a URL's query, e.g. ``?sample=moons&method=dpc&dc=0.2&centers=3,17``; parameters
-    that are not given keep their defaults."""
-    params = dict(parse_qsl(query.lstrip("?"))) if isinstance(query, str) else {k: str(v) for k, v in query.items()}
+    """A session document from a URL's query, e.g. ``?sample=moons&method=dpc&dc=0.2&centers=3,17`` (or its
+    parameters, each a value or a list of those given); parameters that are not given keep their defaults. A
+    parameter given twice, dc with dc_percent, or an empty list of centers is refused: the page would show one
+    reading of them without a word."""
+    if isinstance(query, str):
+        pairs = parse_qsl(query.lstrip("?"), keep_blank_values=True)
+    else:
+        pairs = [(k, str(v)) for k, values in query.items() for v in (values if isinstance(values, list) else [values])]
+    params = dict(pairs)
+    if repeated := sorted(k for k in params if sum(name == k for name, _ in pairs) > 1):
+        raise ValueError(f"URL parameter {repeated[0]!r} is given more than once")
+    if {"dc", "dc_percent"} <= set(params):
+        raise ValueError("give dc or dc_percent, not both")
+    if "centers" in params and not params["centers"].strip(", "):
+        raise ValueError("centers is empty: give point indices, e.g. centers=3,17")
     unknown = set(params) - {"sample", "features", "standardize", "method", "kernel", "dc", "dc_percent", "centers",
                              "eps", "min_samples", "min_cluster_size", "selection"}  # fmt: skip
     if unknown:

@@ -44,7 +44,7 @@ def make_app(cache: DatasetCache, settings: PageSettings):
         OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"
         pn.state.on_session_destroyed(lambda context: session_ended(page))
-        query = {name: values[-1].decode(errors="replace") for name, values in (pn.state.session_args or {}).items()}
+        query = {name: [v.decode(errors="replace") for v in values] for name, values in (pn.state.session_args or {}).items()}
         # once the page is in the browser: a worker thread's changes while Panel is still making the page's models
         # are lost (a URL's DBSCAN shown with DPC's controls and plots)
         pn.state.onload(partial(page.open_query, query))

@@ -236,10 +236,13 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
     assert studio.method == "dpc" and studio.dpc.dc_percent == 1 and list(studio.dpc.centers[:2]) == [5, 900]
     apply_session(studio, query_document("sample=blobs3d&features=x,z&standardize=1"), cache)
     assert studio.dataset.points.columns == ("x", "z") and studio.dataset.standardized
-    apply_session(studio, query_document("sample=blobs3d"), cache)
+    apply_session(studio, query_document({"sample": ["blobs3d"]}), cache)  # as the server passes them
     assert studio.dataset.points.columns == ("x", "y", "z") and not studio.dataset.standardized
     for query, message in [("dc=abc", "dc must be a number, got 'abc'"), ("sample=x", "no sample named 'x'"),
                            ("standardize=yes", "standardize must be 1 or 0"),
-                           ("colour=red", "unknown URL parameter 'colour'"), ("eps=-1", "eps must be a finite positive")]:  # fmt: skip
+                           ("colour=red", "unknown URL parameter 'colour'"), ("eps=-1", "eps must be a finite positive"),
+                           ("sample=moons&sample=blobs", "URL parameter 'sample' is given more than once"),
+                           ("dc=0.1&dc_percent=3", "give dc or dc_percent, not both"),
+                           ("sample=moons&centers=", "centers is empty"), ("centers=,", "centers is empty")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             query_document(query)
