@@ -432,13 +432,15 @@ def _mutual_majority(old_of: np.ndarray, new_of: np.ndarray, counts: np.ndarray,
     of a tie), where the old label is also the one most of that new label's points come from."""
     clustered = (old_of >= 0) & (new_of >= 0)  # noise is no cluster
     old_of, new_of, counts = old_of[clustered], new_of[clustered], counts[clustered]
-    by_old = np.lexsort((new_of, -counts, old_of))  # per old label, its largest flow first
-    first = np.unique(old_of[by_old], return_index=True)[1]
-    best_new = dict(zip(old_of[by_old][first].tolist(), new_of[by_old][first].tolist()))
-    by_new = np.lexsort((old_of, -counts, new_of))
-    first = np.unique(new_of[by_new], return_index=True)[1]
-    best_old = dict(zip(new_of[by_new][first].tolist(), old_of[by_new][first].tolist()))
+    best_new, best_old = _largest_flows(old_of, new_of, counts), _largest_flows(new_of, old_of, counts)
     return np.array([b if (b := best_new.get(a, -1)) >= 0 and best_old[b] == a else -1 for a in range(n_old)], np.int64)
+
+
+def _largest_flows(source: np.ndarray, target: np.ndarray, counts: np.ndarray) -> dict[int, int]:
+    """Per source label, the target label its largest flow goes to (the smallest of a tie)."""
+    order = np.lexsort((target, -counts, source))
+    first = np.unique(source[order], return_index=True)[1]
+    return dict(zip(source[order][first].tolist(), target[order][first].tolist()))
 
 
 def _flows(old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
