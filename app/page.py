@@ -240,7 +240,7 @@ class StudioPage:
         self.standardize.param.watch(self._show_feature_choice, "value")
         self.embed.on_click(lambda e: self._start("Computing the t-SNE view (a minute or two at 50,000 points)", studio.show_embedding))
         self.use_features.on_click(lambda e: self._start("Loading", self._set_features, list(self.features.value), self.standardize.value))
-        self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new), "value")
+        self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new, asked_on=None), "value")
         self.dc.param.watch(self._dc_moved, ["value", "value_throttled"])
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
@@ -400,14 +400,16 @@ class StudioPage:
 
     # actions ------------------------------------------------------------------------------------------------
     def _start(self, label: str, action: Callable, *args, **kwargs) -> None:
-        """Run an action off the event loop (called from widget and stream callbacks on the loop)."""
+        """Run an action off the event loop (called from widget and stream callbacks on the loop), for the data set
+        shown now (``run``'s ``asked_on``; a load passes None)."""
+        kwargs.setdefault("asked_on", self.studio.dataset.original)
         pn.state.execute(partial(self.run, label, action, *args, **kwargs))
 
     def follow(self, label: str, action: Callable, value, keep_alert: bool = False) -> None:
         """Run ``action(value)`` for the latest value of a stream (a dragged slider): while one runs, newer values
         replace each other, so the page keeps up with the mouse instead of replaying every step."""
         running = label in self._wanted
-        self._wanted[label] = (action, value)
+        self._wanted[label] = (action, value, self.studio.dataset.original)
         if not running:
             pn.state.execute(partial(self._follow, label, keep_alert))
 
@@ -415,19 +417,30 @@ class StudioPage:
         try:
             while (wanted := self._wanted.get(label)) is not None:
                 self._wanted[label] = None
-                await self.run(label, *wanted, quiet=True, keep_alert=keep_alert, redraw=True)
+                action, value, asked_on = wanted
+                await self.run(label, action, value, quiet=True, keep_alert=keep_alert, redraw=True, asked_on=asked_on)
         finally:
             del self._wanted[label]
 
     async def run(self, label: str, action: Callable, *args, activity: Activity | None = None, quiet: bool = False,
-                  keep_alert: bool = False, redraw: bool = False, **kwargs) -> bool:  # fmt: skip
+                  keep_alert: bool = False, redraw: bool = False, asked_on: Dataset | None = None, **kwargs) -> bool:  # fmt: skip
         """Run ``action`` in a worker thread with progress shown (not when ``quiet``: a cheap relabel); on failure
         show why and keep the last state. ``keep_alert``: an action that is no answer to an earlier error (the
         mouse moving over a plot) leaves its message on screen. ``redraw``: the action only changes what views
         already on the page show (it builds none), so Bokeh's walk of the models is held (``document.walk_held``),
-        and it runs at the page's priority, where loads and builds run behind (``_behind_the_page``)."""
+        and it runs at the page's priority, where loads and builds run behind (``_behind_the_page``). ``asked_on``:
+        the data set the action was asked for (its ``original``: a stream's batch or an edit keeps it); if another
+        was loaded while the action waited for the one before, it is dropped, and the page says so."""
         activity = activity or self.work
         async with activity.lock:
+            if asked_on is not None and asked_on is not self.studio.dataset.original:
+                if not keep_alert:
+                    self.alert.object = (f"**{label}** was not done: it was asked for on {asked_on.name}, "
+                                         "and another data set was loaded before it could run.")
+                    self.alert.visible = True
+                self._show_parameters()  # put widgets back to the values in use
+                self._show_method()
+                return False
             if not keep_alert:
                 self.alert.visible = False
             loop = asyncio.get_running_loop()
@@ -466,7 +479,7 @@ class StudioPage:
         except ValueError as exc:
             self.alert.object, self.alert.visible = f"**The URL's parameters were not used:** {exc}", True
             return
-        self._start("Opening the URL's parameters", self._apply_session, document)
+        self._start("Opening the URL's parameters", self._apply_session, document, asked_on=None)
 
     def _apply_session(self, document: dict | bytes, progress=None) -> None:
         """A session document, or a saved session file's content."""
@@ -565,11 +578,11 @@ class StudioPage:
             filename, content = event.new.popitem()
             # forgotten at once, so the widget holds only the next file (also when it is this one again)
             self.upload.value = {}
-            self._start("Loading", self._load_upload, filename, content)
+            self._start("Loading", self._load_upload, filename, content, asked_on=None)
 
     def _sample_chosen(self, event) -> None:
         if event.new != self._choice(self.studio.dataset):  # not just the list following what is shown
-            self._start("Loading", self._load_sample, event.new)
+            self._start("Loading", self._load_sample, event.new, asked_on=None)
 
     def _load_sample(self, choice: str, progress=None) -> None:
         """A sample by name, or the user's file again."""

@@ -9,12 +9,15 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import panel as pn
+import param
 import pytest
 
 from dpstudio.app import page as page_module
 from dpstudio.app.page import PageSettings, StudioPage
+from dpstudio.engine import DensityPeaks
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +149,47 @@ def test_a_file_chosen_while_standardize_is_ticked_is_read_standardized(cache, r
     assert load()
     assert page.studio.dataset.name == "huge.csv" and page.studio.dataset.standardized
     assert page.standardize.value  # the box shows how the data set shown was read
+
+
+def run_queued(loop: asyncio.AbstractEventLoop, queued: list) -> list:
+    """Run the page's queued actions on the session's event loop, in the order they were asked for (each waits for
+    the one before, as in the server), in a thread of its own (see ``load`` above); what each returned."""
+
+    async def all_of_them():
+        actions = [callback() for callback in queued]  # a view shown or hidden is done at once
+        return await asyncio.gather(*(action for action in actions if action is not None))
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(loop.run_until_complete, all_of_them()).result()
+
+
+def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(cache, monkeypatch):
+    """A click on "Pick top γ" and a typed dc queued behind the load of another sample were done on the new
+    sample; they are dropped, the page says why, and the widgets show the values in use. A stream's batches,
+    which change the data set but not its source, all go in."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    queued, loop = [], asyncio.new_event_loop()
+    monkeypatch.setattr(pn.state, "execute", queued.append)
+    page.sample.value = "nested"
+    page.n_clusters.value = 3
+    page.pick.clicks += 1
+    with param.edit_constant(page.dc):  # as the browser sets it
+        page.dc.value_throttled = 0.123
+    assert len(queued) == 3
+    assert run_queued(loop, queued) == [True, False, False]
+    nested = cache.sample("nested")
+    assert page.studio.dataset is nested and not page.session.centers_picked
+    assert page.session.dc == DensityPeaks().fit(nested.indexed).dc_ and page.dc.value == page.session.dc
+    assert "**Changing dc** was not done: it was asked for on blobs" in page.alert.object and page.alert.visible
+
+    queued.clear()
+    assert run_queued(loop, [partial(page.run, "Starting the stream", page.streaming.start, 50)]) == [True]
+    queued.clear()
+    page.batch_size.value = 10
+    page.stream_next.clicks += 1
+    page.stream_next.clicks += 1
+    assert run_queued(loop, queued) == [True, True]
+    assert page.streaming.streamed == nested.n_points // 2 + 20
+    page.close()
+    loop.close()
