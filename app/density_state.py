@@ -47,9 +47,10 @@ class EpsCurve:
         return int(clusters), int(noise)
 
     def eps_range(self) -> tuple[float, float]:
-        """Where eps means something: from the first positive step to past the last one (one cluster, no noise)."""
+        """Where eps means something: from below the first positive step (fewer clusters, more noise: where the
+        curves start) to past the last one (one cluster, no noise)."""
         positive = self.eps[self.eps > 0]
-        low = float(positive[0]) if positive.size else 1e-3
+        low = float(positive[0]) / 2 if positive.size else 1e-3
         high = float(self.eps[-1]) * 1.5 if self.eps.size and self.eps[-1] > 0 else 1.0
         return low, max(high, low * 10)
 

@@ -10,6 +10,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from dpstudio import sample_data
+from dpstudio.app.dbscan_plots import eps_steps
 from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
 from dpstudio.app.studio import Studio
 from dpstudio.app.sweep import dc_sweep, plateaus, sweep_dcs
@@ -79,6 +80,19 @@ def test_min_samples_and_core_points(studio):
     with pytest.raises(ValueError, match="min_samples must be a whole number from 1 to the number of points"):
         state.set_min_samples(0)
     assert state.min_samples == 12
+
+
+@pytest.mark.parametrize("min_samples", [5, "every point"])
+def test_the_count_curves_show_where_clusters_start_and_where_they_end(studio, min_samples):
+    """Over the drawn range the curves start with no cluster and every point noise, and end with one cluster and
+    none; also at min_samples = N, whose only step (0 -> 1 cluster, N -> 0 noise) the range began at, so both
+    curves were flat."""
+    studio.set_method("dbscan")
+    state = studio.dbscan
+    state.set_min_samples(studio.dataset.n_points if min_samples == "every point" else min_samples)
+    _, clusters, noise = eps_steps(state.curve(), state.curve().eps_range())
+    assert (clusters[0], noise[0]) == (0, studio.dataset.n_points)
+    assert (clusters[-1], noise[-1]) == (1, 0)
 
 
 def test_hdbscan_parameters_and_a_hand_picked_selection(studio):
