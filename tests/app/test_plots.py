@@ -52,6 +52,21 @@ def test_center_markers_are_capped():
     assert len(plots._view_centers(studio.revision, "x", "y")) == 0
 
 
+def test_a_frame_drawn_between_dpcs_new_data_set_and_the_studios_has_no_markers(cache):
+    """While another data set is chosen, DPC shows its new model a moment before the studio shows the data set: a
+    view drawn then took the new model's centers as rows of the old data set (IndexError, in the server's log)."""
+    studio = Studio()
+    studio.load(cache.sample("moons"))
+    plots = SessionPlots(studio)
+    larger = cache.sample("blobs")
+    studio.dpc.load(larger)
+    studio.dpc.pick_count(50)
+    assert studio.dpc.centers.max() >= studio.dataset.n_points  # some past the end of the data set shown
+    assert len(plots._view_centers(studio.revision, "x", "y")) == 0
+    studio.load(larger)
+    assert len(plots._view_centers(studio.revision, "x", "y")) == len(studio.dpc.centers)
+
+
 def test_large_points_cover_more_pixels_in_their_colours():
     """A large (core) point is a disc of radius 2 px (21 pixels), a small one of radius 1 px, each in its cluster's
     colour; a small point next to a large one is drawn under it."""
