@@ -75,7 +75,9 @@ class DBSCANControls:
             self.follow("Relabelling", self.state.set_eps, 10**event.new)
 
     def _eps_typed(self, event) -> None:
-        if event.new != _typed(self.state.eps):  # not just show() writing the rounded value back
+        if event.new is None and self.state.loaded:  # emptied: the eps in use again (Bokeh's format showed "NaN")
+            self.eps_typed.value = _typed(self.state.eps)
+        elif event.new != _typed(self.state.eps):  # not just show() writing the rounded value back
             self._set_eps(event.new)
 
     def _set_eps(self, eps) -> None:

@@ -264,3 +264,5 @@ def test_a_dragged_eps_is_set_once_and_exactly(studio):
     assert controls.eps_typed.value == float(f"{state.eps:.6g}") != state.eps
     controls.eps_typed.value = 0.5  # a typed value is set as typed
     assert calls[-1] == 0.5 and state.eps == 0.5
+    controls.eps_typed.value = None  # emptied: the box shows the eps in use (the browser wrote "NaN")
+    assert controls.eps_typed.value == 0.5 and len(calls) == 2

@@ -88,6 +88,9 @@ def test_typed_eps_and_wrong_values(page: Page, server):
     expect(counts(page)).to_contain_text("0 clusters", timeout=TIMEOUT_MS)
     field.blur()  # the box shows the value in its format once left
     expect(field).to_have_value("0.0000383")
+    type_into(field, "")  # emptied: the eps in use again, not "NaN"
+    field.blur()
+    expect(field).to_have_value("0.0000383", timeout=TIMEOUT_MS)
     min_samples = page.get_by_label("min_samples (the point counted)")
     type_into(min_samples, "20")
     expect(page.get_by_text("mst:")).to_be_visible(timeout=TIMEOUT_MS)
