@@ -37,10 +37,11 @@ class DBSCANPlots:
     def __init__(self, state: DBSCANState):
         self.state = state
         tree = hv.streams.Params(state, ["min_samples", "dataset"])
+        counts = hv.streams.Params(state, ["min_samples", "dataset", "eps_view"])
         eps = hv.streams.Params(state, ["eps"])
         self.k_curve = hv.DynamicMap(self._k_distance, streams=[tree])
-        self.clusters_curve = hv.DynamicMap(lambda **kw: self._counts("clusters", **kw), streams=[tree])
-        self.noise_curve = hv.DynamicMap(lambda **kw: self._counts("noise", **kw), streams=[tree])
+        self.clusters_curve = hv.DynamicMap(lambda **kw: self._counts("clusters", **kw), streams=[counts])
+        self.noise_curve = hv.DynamicMap(lambda **kw: self._counts("noise", **kw), streams=[counts])
         self.h_line = hv.DynamicMap(lambda eps: hv.HLine(eps or 1.0), streams=[eps])
         self.v_lines = [hv.DynamicMap(lambda eps: hv.VLine(eps or 1.0), streams=[eps]) for _ in range(2)]
         # a click sets eps, and so does a drag (pan events, no pan tool on these plots): y on the k-distance
@@ -50,7 +51,7 @@ class DBSCANPlots:
             for axis, source in (("y", self.k_curve), ("x", self.clusters_curve), ("x", self.noise_curve))
             for stream in (hv.streams.Tap, hv.streams.Draw)
         ]
-        self._streams = [tree, eps, *(s for _, s in self.eps_events)]
+        self._streams = [tree, counts, eps, *(s for _, s in self.eps_events)]
 
     def k_distance(self) -> hv.Overlay:
         return (self.k_curve * self.h_line).opts(
@@ -78,9 +79,8 @@ class DBSCANPlots:
         return hv.Curve((ranks, distances), "points, by core distance",
                         hv.Dimension("core distance", label=f"distance to the {min_samples}-th nearest"))  # fmt: skip
 
-    def _counts(self, which: str, min_samples, dataset):
+    def _counts(self, which: str, min_samples, dataset, eps_view):
         if not self.state.loaded:
             return hv.Curve([], "ε", which)
-        curve = self.state.curve()
-        eps, clusters, noise = eps_steps(curve, curve.eps_range())
+        eps, clusters, noise = eps_steps(self.state.curve(), eps_view)
         return hv.Curve((eps, clusters if which == "clusters" else noise), "ε", which)

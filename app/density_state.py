@@ -55,12 +55,21 @@ class EpsCurve:
         return low, max(high, low * 10)
 
 
+def _covering(view: tuple[float, float], eps: float) -> tuple[float, float]:
+    """``view`` widened to show eps with a margin (a typed eps far outside the curves' range hid its marker); only
+    widened, so a slider does not change its range under the mouse."""
+    low, high = view
+    return view if low <= eps <= high else (min(low, eps / 1.5), max(high, eps * 1.5))
+
+
 class DBSCANState(MethodState):
     title = "DBSCAN"
 
     eps = param.Number(default=None, allow_None=True, constant=True, doc="set by set_eps; the knee at load")
     min_samples = param.Integer(default=5, bounds=(1, None), constant=True)
     show_core = param.Boolean(default=True, constant=True, doc="draw core points larger than border points")
+    eps_view = param.Tuple(default=(1e-3, 1.0), length=2, constant=True,
+                           doc="the eps the slider and the curves cover: the curve's eps_range, widened to each eps set")  # fmt: skip
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -77,7 +86,7 @@ class DBSCANState(MethodState):
         check_eps(eps)
         model = self.model
         model.set_eps(float(eps))
-        self._show(model, eps=model.eps_)
+        self._show(model, eps=model.eps_, eps_view=_covering(self.eps_view, model.eps_))
 
     def set_min_samples(self, min_samples: int, progress=None) -> None:
         """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""
@@ -91,7 +100,8 @@ class DBSCANState(MethodState):
 
     def _show_tree(self, model: DBSCAN, **changes) -> None:
         self._curve = EpsCurve(*model.eps_curve(), model.indexed_.n_points)
-        self._show(model, eps=model.eps_, min_samples=model.min_samples_, **changes)
+        view = _covering(self._curve.eps_range(), model.eps_)
+        self._show(model, eps=model.eps_, min_samples=model.min_samples_, eps_view=view, **changes)
 
     # results for the views ----------------------------------------------------------------------------------
     def curve(self) -> EpsCurve:

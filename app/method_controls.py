@@ -55,9 +55,8 @@ class DBSCANControls:
         state = self.state
         if not state.loaded:
             return
-        low, high = (math.log10(e) for e in state.curve().eps_range())
+        low, high = (math.log10(e) for e in state.eps_view)
         log_eps = math.log10(state.eps)
-        low, high = min(low, log_eps), max(high, log_eps)
         self.eps.param.update(start=low, end=high, step=(high - low) / EPS_STEPS)
         if not math.isclose(10**self.eps.value, state.eps, rel_tol=1e-9):  # a value sent back mid-drag would jump
             self.eps.value = log_eps

@@ -95,6 +95,29 @@ def test_the_count_curves_show_where_clusters_start_and_where_they_end(studio, m
     assert (clusters[-1], noise[-1]) == (1, 0)
 
 
+def test_an_eps_far_outside_the_curves_is_drawn_on_them(studio):
+    """A typed eps far past either end of the curves widens what they and the slider cover, so its marker shows;
+    an eps back inside keeps the range (no slider re-ranged under the mouse), a new min_samples starts afresh."""
+    from dpstudio.app.dbscan_plots import DBSCANPlots
+
+    studio.set_method("dbscan")
+    state = studio.dbscan
+    plots = DBSCANPlots(state)
+    natural = state.curve().eps_range()
+    assert state.eps_view == natural
+    for eps in (natural[1] * 1000, natural[0] / 1000):
+        state.set_eps(eps)
+        drawn = plots.noise_curve[()].dimension_values("ε")  # the DynamicMap's curve for the state's own view
+        assert drawn.min() < eps < drawn.max()
+        assert state.eps_view[0] < eps < state.eps_view[1]
+    widened = state.eps_view
+    state.set_eps(float(np.sqrt(np.prod(natural))))
+    assert state.eps_view == widened
+    state.set_min_samples(7)
+    assert state.eps_view == state.curve().eps_range()
+    plots.close()
+
+
 def test_hdbscan_parameters_and_a_hand_picked_selection(studio):
     studio.set_method("hdbscan")
     state, points = studio.hdbscan, studio.dataset.points.values
