@@ -10,6 +10,7 @@ from functools import partial
 
 import numpy as np
 import panel as pn
+from bokeh.document import Document
 from holoviews.plotting.bokeh import BokehRenderer
 from tornado.ioloop import IOLoop
 
@@ -70,6 +71,11 @@ def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
     DensityPeaks(dc_percent=settings.dc_percent).fit(dataset.indexed)
     for large in (None, np.array([True, False])):  # both ways of spreading (DBSCAN's core points drawn larger)
         shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, *PLOT_SIZE, ("x", "y"), large=large)
+    # one page made as a session's and dropped: a server's first page took its visitor about 1 s longer to make
+    # than later ones (code paths of the plotting libraries run for the first time)
+    page = StudioPage(cache, settings, dataset)
+    page.layout.get_root(Document())
+    page.close()
 
 
 def websocket_origins(address: str, port: int, extra: list[str]) -> list[str]:
@@ -105,16 +111,16 @@ def serve(
     log.setLevel(logging.INFO)
     settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
+    pn.extension(notifications=False)
+    # The plots draw an image and at most a few thousand glyphs, where WebGL gains nothing; and in a browser
+    # without a GPU (software GL) every repaint of a WebGL plot copies its whole GL canvas: 50 ms a plot
+    BokehRenderer.webgl = False
     if num_procs == 1:
         print(f"dpstudio: loading {path or sample_data.DEFAULT} and the engine's kernels (the first start on a machine "
               "compiles them: about 30 s)", flush=True)  # fmt: skip
         warm_up(cache, settings)  # also fails early, with a clear message, on a bad PATH
     port = port or free_port(address)
     host = "localhost" if address in WILDCARD_ADDRESSES else address
-    pn.extension(notifications=False)
-    # The plots draw an image and at most a few thousand glyphs, where WebGL gains nothing; and in a browser
-    # without a GPU (software GL) every repaint of a WebGL plot copies its whole GL canvas: 50 ms a plot
-    BokehRenderer.webgl = False
     # what is alive now (libraries, compiled kernels and, in one process, the warm data set) lives as long as the
     # server: out of the garbage collector's sight, a full collection (0.1-0.4 s, several per page load) traverses
     # only the sessions' objects; before pn.serve, which forks the --num-procs workers, as Python's docs advise
