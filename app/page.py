@@ -14,7 +14,6 @@ import importlib.util
 import inspect
 import io
 import logging
-import math
 import os
 import sys
 import threading
@@ -25,6 +24,7 @@ from functools import partial
 
 import pandas as pd
 import panel as pn
+from bokeh.models import PrintfTickFormatter
 from panel.links import Callback
 
 from dpstudio import sample_data
@@ -164,7 +164,9 @@ class StudioPage:
         self.unpin = pn.widgets.Button(name="Unpin", disabled=True)
         self.comparison_note = pn.pane.Markdown()
         self.contingency = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=300)
-        self.dc = pn.widgets.EditableFloatSlider(name="dc (cut-off distance)")
+        # 4 significant digits, whatever the data's units (a tiny dc is not shown as 0), and the same in the box:
+        # Panel gives the box only the format the slider is made with, and 8 decimals ran into its arrows
+        self.dc = pn.widgets.EditableFloatSlider(name="dc (cut-off distance)", format=PrintfTickFormatter(format="%.4g"))
         # text, so that it can be blank while dc is set directly (a number field shows NaN)
         self.dc_percent = pn.widgets.TextInput(name="dc from the percent rule (% neighbours)",
                                                placeholder="dc set directly: type a percent for the rule")  # fmt: skip
@@ -641,7 +643,7 @@ class StudioPage:
             return
         dc = session.dc
         if session.dataset is not self._slider_dataset or not self.dc.start <= dc <= self.dc.end:
-            self.dc.param.update(start=dc / 20, end=dc * 4, step=dc / 100, format=_dc_format(dc / 20))  # around the rule's dc
+            self.dc.param.update(start=dc / 20, end=dc * 4, step=dc / 100)  # around the rule's dc
             self._slider_dataset = session.dataset
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
@@ -828,13 +830,6 @@ def _plot_pane(plot, name: str) -> pn.pane.HoloViews:
 
 def _percent_text(percent: float | None) -> str:
     return "" if percent is None else f"{percent:g}"
-
-
-def _dc_format(smallest: float) -> str:
-    """A numeral.js format with three significant digits at the slider's smallest value, and never fewer than 4
-    decimals: a tiny dc is shown as what it is, not as 0."""
-    decimals = max(4, 2 - math.floor(math.log10(smallest)))
-    return f"0.[{'0' * decimals}]"
 
 
 def _parameters(action: Callable) -> tuple[str, ...]:

@@ -55,6 +55,13 @@ def dc_field(page: Page):
     return page.locator("input.bk-input[type=text]").first  # the dc slider's text box, the first text field
 
 
+# (width of the field's text, room before the box's arrows) in pixels
+TEXT_AND_ROOM = """e => { const style = getComputedStyle(e), context = document.createElement('canvas').getContext('2d');
+  context.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const arrows = e.parentElement.querySelector('.bk-spin-btn-up').getBoundingClientRect();
+  return [context.measureText(e.value).width, arrows.left - e.getBoundingClientRect().left - parseFloat(style.paddingLeft)]; }"""
+
+
 def type_into(field, text: str) -> None:
     field.fill(text)
     field.press("Enter")
@@ -138,6 +145,8 @@ def test_npy_and_parquet_files_load_and_other_types_are_named(page: Page, server
 def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, server):
     open_app(page, server.url)
     rule_dc = dc_field(page).input_value()
+    text, room = dc_field(page).evaluate(TEXT_AND_ROOM)
+    assert text <= room, f"the dc {rule_dc!r} runs into its box's arrows"  # 8 decimals did
     expect(percent_field(page)).to_have_value("2")
     # refused like any dc <= 0, and the box shows the dc in use again; first, when the box had sent no other value
     type_into(dc_field(page), "0")
