@@ -116,7 +116,7 @@ def _log_density(sq: np.ndarray, dimension: float) -> np.ndarray:
     return -0.5 * dimension * np.log(reach)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _parents(ids, sq, rank):
     """Nearest denser point in each point's own list; a point denser than its whole list takes the nearest denser
     point that lists it, if any (ADP drops such a peak); -1 for the rest, the candidate peaks."""
@@ -147,7 +147,7 @@ def _saddles(ids: np.ndarray, candidate: np.ndarray, log_density: np.ndarray):
     return u[by_saddle], v[by_saddle], highest[by_saddle]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _highest_border_pairs(ids, candidate, log_density, m):
     """Every pair u < v of candidate clusters that a listed pair of points joins, in (u, v) order, with the highest
     min(log rho) of those points. Without a sort of the (many) listed pairs: they are bucketed by u, and each
@@ -188,7 +188,7 @@ def _highest_border_pairs(ids, candidate, log_density, m):
     return out_u[:n_out], out_v[:n_out], out_level[:n_out]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _merge(u, v, saddle, peak_density, threshold):
     """Merge map of the candidate clusters (peaks densest first) into final clusters numbered by their densest
     peak, and each final cluster's highest saddle with another final cluster."""
@@ -220,7 +220,7 @@ def _merge(u, v, saddle, peak_density, threshold):
     return merged_into, cluster_saddle
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _merge_one_height(u, v, saddle, peak_density, threshold, root, slot):
     """Merges along saddles of one height: each strong cluster (peak significant above the saddle), densest
     first, takes the weak clusters it reaches through weak ones; then the rest of the weak ones merge among

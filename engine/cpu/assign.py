@@ -9,7 +9,7 @@ from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule
 from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _follow_parents(parent, density_order, centers):
     """Each point takes its parent's label; walking in density order, every parent is labelled first."""
     labels = np.full(parent.shape[0], -1, np.int64)
@@ -25,7 +25,7 @@ def labels(parent: np.ndarray, density_order: np.ndarray, centers: np.ndarray) -
     return _follow_parents(parent, density_order, centers)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _densest_other_label(q, p, coords, leaf_start, labels, rho, center, radius, node_label, node_max_rho, depth, dc2, dc_lo, dc_hi, slack, nodes, levels, sq):
     """Largest rho among points within dc of position p that carry another label (-inf if none)."""
     own = labels[p]

@@ -18,7 +18,7 @@ from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, run
 from .search import nearest_denser
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def leaf_interactions(leaf, coords, leaf_start, center, radius, depth, reach_lo, reach_hi, gaussian, slack, nodes, levels, candidates):
     """One traversal for all queries of a leaf, bounded by the leaf's ball: (points certainly within reach of
     every query, number of leaves left to test query by query, which are written to ``candidates``)."""

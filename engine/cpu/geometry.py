@@ -53,7 +53,7 @@ def leaf_of(leaf_start, p):
     return np.searchsorted(leaf_start, p, side="right") - 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def ball_distance(q, center, radius, k, slack):
     """(lower, upper) bounds on the distance from q to any point of node k, widened by the slack."""
     s = np.sqrt(np.float64(sq_dist(q, center[k])))
@@ -62,7 +62,7 @@ def ball_distance(q, center, radius, k, slack):
     return s - r - pad, s + r + pad
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def node_min(values, leaf_start, depth):
     """Minimum of ``values`` (tree order) over every node's run, leaves first, then bottom-up; an empty node (after
     deletions) gets the largest value, which no pruning test passes."""

@@ -40,7 +40,7 @@ def _split_level(points, order, vantage_pos, level, split_radius, next_vantage):
         next_vantage[2 * j + 1] = order[end - 1]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def node_ball(coords, ids, start, end, center, cover_radius, min_id, k):
     """Node k's bounding ball (centre: the mean, radius: the farthest point) and smallest original index, over
     tree positions [start, end); an empty node bounds nothing, and a point routed to it later grows the ball."""
@@ -73,7 +73,7 @@ def _bounding_balls(coords, ids, leaf_start, depth, center, cover_radius, min_id
             node_ball(coords, ids, start, end, center, cover_radius, min_id, first_node + j)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _farthest_from(points, origin):
     best, best_d2 = 0, np.float32(-1.0)
     for i in range(points.shape[0]):

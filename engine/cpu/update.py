@@ -299,7 +299,7 @@ def rho_at(tree: VPTree, positions: np.ndarray, dc: float, kernel: str) -> np.nd
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _open_leaves(origin, pad, center, radius, depth, slack, reach, node_reach, node_bands, bands, nodes, levels, out):
     """The leaves that a walk for queries within ``pad`` of ``origin`` cannot rule out: a node stays open while it
     holds one of the density ``bands`` (a bit mask, see ``_density_bands``) and its ball comes within
@@ -403,7 +403,7 @@ def _nearest_newly_denser(coords, leaf_start, ids, center, radius, depth, slack,
             best_d2[i], best_id[i] = b2, bid
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _node_bands(bits, leaf_start, depth):
     """Every node's union (bitwise or) of its points' band bits, leaves first, then bottom-up."""
     out = np.zeros((2 << depth) - 1, np.int64)
