@@ -62,11 +62,30 @@ def _covering(view: tuple[float, float], eps: float) -> tuple[float, float]:
     return view if low <= eps <= high else (min(low, eps / 1.5), max(high, eps * 1.5))
 
 
-class DBSCANState(MethodState):
+class TreeState(MethodState):
+    """A method over the mutual-reachability tree of a min_samples. The min_samples set last is kept across data
+    sets: one of fewer points uses all of them (N), and the next data set the value set again (it stuck at N)."""
+
+    min_samples = param.Integer(default=5, bounds=(1, None), constant=True, doc="in use: at most the points there are")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._set_min_samples = self.min_samples
+
+    def _min_samples_for(self, dataset) -> int:
+        return min(self._set_min_samples, dataset.n_points)
+
+    def _show_tree_of(self, model, min_samples: int, set_by_user: bool, **changes) -> None:
+        """Show a model fitted at ``min_samples``; one the user set is what the next data set uses."""
+        self._show(model, min_samples=min_samples, **changes)
+        if set_by_user:
+            self._set_min_samples = min_samples
+
+
+class DBSCANState(TreeState):
     title = "DBSCAN"
 
     eps = param.Number(default=None, allow_None=True, constant=True, doc="set by set_eps; the knee at load")
-    min_samples = param.Integer(default=5, bounds=(1, None), constant=True)
     show_core = param.Boolean(default=True, constant=True, doc="draw core points larger than border points")
     eps_view = param.Tuple(default=(1e-3, 1.0), length=2, constant=True,
                            doc="the eps the slider and the curves cover: the curve's eps_range, widened to each eps set")  # fmt: skip
@@ -77,8 +96,7 @@ class DBSCANState(MethodState):
 
     def load(self, dataset, progress=None) -> None:
         """Cluster a data set at the knee of its k-distance curve (``suggest_eps``)."""
-        min_samples = _check_min_samples(min(self.min_samples, dataset.n_points), dataset)
-        model = DBSCAN(eps=None, min_samples=min_samples).fit(dataset.indexed, progress=progress)
+        model = DBSCAN(eps=None, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
         self._show_tree(model, dataset=dataset)
 
     def set_eps(self, eps: float) -> None:
@@ -92,16 +110,16 @@ class DBSCANState(MethodState):
         """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""
         min_samples = _check_min_samples(min_samples, self.dataset)
         model = DBSCAN(eps=self.eps, min_samples=min_samples).fit(self.dataset.indexed, progress=progress)
-        self._show_tree(model)
+        self._show_tree(model, set_by_user=True)
 
     def set_show_core(self, show: bool) -> None:
         with param.edit_constant(self):
             self.param.update(show_core=bool(show), revision=self.revision + 1)
 
-    def _show_tree(self, model: DBSCAN, **changes) -> None:
+    def _show_tree(self, model: DBSCAN, set_by_user: bool = False, **changes) -> None:
         self._curve = EpsCurve(*model.eps_curve(), model.indexed_.n_points)
         view = _covering(self._curve.eps_range(), model.eps_)
-        self._show(model, eps=model.eps_, min_samples=model.min_samples_, eps_view=view, **changes)
+        self._show_tree_of(model, model.min_samples_, set_by_user, eps=model.eps_, eps_view=view, **changes)
 
     # results for the views ----------------------------------------------------------------------------------
     def curve(self) -> EpsCurve:
@@ -130,30 +148,30 @@ class DBSCANState(MethodState):
         return table
 
 
-class HDBSCANState(MethodState):
+class HDBSCANState(TreeState):
     title = "HDBSCAN"
 
     min_cluster_size = param.Integer(default=15, bounds=(2, None), constant=True)
-    min_samples = param.Integer(default=15, bounds=(1, None), constant=True)
+    min_samples = param.Integer(default=15, bounds=(1, None), constant=True, doc="in use: at most the points there are")
     selection = param.Selector(objects=list(SELECTION_METHODS), default="eom", constant=True)
     hand_picked = param.Boolean(default=False, constant=True, doc="clusters chosen on the tree, not by the rule")
 
     def load(self, dataset, progress=None) -> None:
-        self._fit(dataset, self.min_cluster_size, min(self.min_samples, dataset.n_points), self.selection, progress)
+        self._fit(dataset, self.min_cluster_size, self._min_samples_for(dataset), self.selection, progress)
 
     def set_parameters(self, min_cluster_size: int | None = None, min_samples: int | None = None,
                        selection: str | None = None, progress=None) -> None:  # fmt: skip
         """New parameters (the tree of a min_samples is cached in the index); the rule chooses the clusters again."""
         pick = (lambda new, old: old if new is None else new)
         self._fit(self.dataset, pick(min_cluster_size, self.min_cluster_size), pick(min_samples, self.min_samples),
-                  pick(selection, self.selection), progress)  # fmt: skip
+                  pick(selection, self.selection), progress, set_by_user=min_samples is not None)  # fmt: skip
 
-    def _fit(self, dataset, min_cluster_size, min_samples, selection, progress) -> None:
+    def _fit(self, dataset, min_cluster_size, min_samples, selection, progress, set_by_user: bool = False) -> None:
         min_samples = _check_min_samples(min_samples, dataset)
         model = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, cluster_selection_method=selection)
         model.fit(dataset.indexed, progress=progress)
-        self._show(model, dataset=dataset, min_cluster_size=min_cluster_size, min_samples=min_samples,
-                   selection=selection, hand_picked=False)  # fmt: skip
+        self._show_tree_of(model, min_samples, set_by_user, dataset=dataset, min_cluster_size=min_cluster_size,
+                           selection=selection, hand_picked=False)  # fmt: skip
 
     def toggle_cluster(self, cluster: int) -> None:
         """Select a cluster of the condensed tree (its ancestors and descendants leave the selection), or deselect

@@ -289,3 +289,25 @@ def test_a_dragged_eps_is_set_once_and_exactly(studio):
     assert calls[-1] == 0.5 and state.eps == 0.5
     controls.eps_typed.value = None  # emptied: the box shows the eps in use (the browser wrote "NaN")
     assert controls.eps_typed.value == 0.5 and len(calls) == 2
+
+
+@pytest.mark.parametrize("method", ["dbscan", "hdbscan"])
+def test_min_samples_set_is_kept_across_a_data_set_of_fewer_points(studio, cache, method):
+    """A data set of fewer points than min_samples uses all of them; the next data set the value set again (it
+    stuck at the small file's N: the same steps gave another clustering after a visit to a tiny file)."""
+    studio.set_method(method)
+    state = studio.active
+    if method == "dbscan":
+        state.set_min_samples(7)
+    else:
+        state.set_parameters(min_samples=7)
+    tiny = cache.upload("tiny.csv", b"x,y\n0,0\n1,1\n2,0\n", 2**20)
+    studio.load(tiny)
+    assert state.min_samples == 3
+    studio.load(cache.sample("blobs"))
+    assert state.min_samples == 7
+    wrong = state.set_min_samples if method == "dbscan" else (lambda value: state.set_parameters(min_samples=value))
+    with pytest.raises(ValueError, match="min_samples must be"):
+        wrong(0)
+    studio.load(cache.sample("moons"))
+    assert state.min_samples == 7  # a refused value is not kept
