@@ -20,6 +20,7 @@ import numpy as np
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.data import new_points
+from dpstudio.engine.dbscan import SELECTION_METHODS
 
 from .datasets import Dataset, DatasetCache
 from .studio import METHODS, Studio
@@ -214,7 +215,23 @@ def query_document(query: str | dict) -> dict:
 def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:
     """Show a (checked) session document: its sample loaded from the cache if it names one, else it must be the
     data set shown; then its features, its edited points if any (DPC fitted on them afresh, at the saved dc), each
-    method's parameters, and the method last."""
+    method's parameters, and the method last. A document that only the data can refuse (a center given twice, a
+    min_samples past the points, a cluster not in the tree) is refused part way: the studio is then put back as it
+    was, from its own document, and the error raised."""
+    before, source = session_document(studio), studio.dataset.original
+    unloaded = [state for state in studio.states.values() if not state.loaded]
+    try:
+        _apply(studio, document, cache, progress)
+    except Exception:
+        if studio.dataset.original is not source:
+            studio.load(source)
+        _apply(studio, before, cache)  # all of it cached: the index, each min_samples' tree, the recent dcs
+        for state in unloaded:
+            state.close()  # a method the document had shown, not shown before
+        raise
+
+
+def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:
     dataset = document["dataset"]
     shown = studio.dataset.original  # a document's points are its file's, edited or not
     if not dataset.get("sample") and dataset.get("name") not in (None, shown.name):
@@ -273,6 +290,9 @@ def _checked(document: dict) -> dict:
         _check_edits(edits, document.get("dpc"))
     if document.get("method") not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {document.get('method')!r}")
+    for method in METHODS:
+        if document.get(method) is not None and not isinstance(document[method], dict):
+            raise ValueError(f"{method} must be an object of its parameters")
     if (dpc := document.get("dpc")) is not None:
         if dpc.get("kernel") not in KERNELS:
             raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, got {dpc.get('kernel')!r}")
@@ -288,6 +308,8 @@ def _checked(document: dict) -> dict:
     if (hdbscan := document.get("hdbscan")) is not None:
         _at_least("min_cluster_size", hdbscan.get("min_cluster_size"), 2)
         _at_least("min_samples", hdbscan.get("min_samples"), 1)
+        if hdbscan.get("selection") not in SELECTION_METHODS:
+            raise ValueError(f"selection must be one of {', '.join(SELECTION_METHODS)}, got {hdbscan.get('selection')!r}")
         if hdbscan.get("clusters") is not None and not _whole_numbers(hdbscan["clusters"]):
             raise ValueError("hdbscan clusters must be a list of condensed-tree cluster ids")
     return document

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_json
+from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_document, session_json
 from dpstudio.app.streaming import Streaming
 from dpstudio.app.studio import Studio
 
@@ -209,6 +209,9 @@ def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, mes
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "dc": -1}}', "dc must be a finite positive"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centers": [1.5]}}', "centers must be a list"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dbscan", "dbscan": {"eps": 1, "min_samples": 0}}', "min_samples must be a whole number >= 1"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": [1]}', "dpc must be an object of its parameters"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, '
+         '"selection": "median"}}', "selection must be one of eom, leaf, got 'median'"),
     ],
 )
 def test_bad_session_files_are_refused_with_the_field(text, message):
@@ -246,3 +249,31 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
                            ("sample=moons&centers=", "centers is empty"), ("centers=,", "centers is empty")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             query_document(query)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"method": "dpc", "dpc": {"kernel": "cutoff", "dc": 0.5, "dc_percent": None, "centers": [3, 3]}}, "the same point twice"),
+        ({"method": "dbscan", "dbscan": {"eps": 0.3, "min_samples": 100000}}, "min_samples must be a whole number from 1"),
+        ({"method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, "selection": "eom", "clusters": [999]}},
+         "cluster ids must be between"),
+    ],
+)
+def test_a_session_only_the_data_refuses_leaves_the_page_as_it_was(cache, change, message):
+    """Refused part way (after dc, the method or a tree had changed), a session file left a mix of the two states;
+    the studio is put back as it was: data set, method, parameters, centers and labels."""
+    studio = Studio()
+    studio.load(cache.sample("moons"))
+    studio.dpc.set_dc(0.21)
+    studio.dpc.pick_count(3)
+    studio.set_method("dbscan")
+    studio.dbscan.set_eps(0.2)
+    studio.set_method("dpc")
+    before, labels = session_document(studio), studio.labels().copy()
+    document = {"dpstudio_session": 1, "dataset": {"name": "blobs", "sample": "blobs"}, **change}
+    with pytest.raises(ValueError, match=message):
+        apply_session(studio, read_session(json.dumps(document)), cache)
+    assert studio.dataset is cache.sample("moons") and studio.method == "dpc"
+    assert session_document(studio) == before
+    np.testing.assert_array_equal(studio.labels(), labels)
