@@ -59,6 +59,7 @@ COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
 BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
+POINT_AT = "Point at a point (either plot) to see what it is."
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
@@ -218,7 +219,8 @@ class StudioPage:
         self.copy_command = pn.widgets.Button(name="Copy as command")
         self.copy_command.js_on_click(args={"source": self.command}, code="navigator.clipboard.writeText(source.value)")
         self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self.pointed_note = pn.pane.Markdown("Point at a point (either plot) to see what it is.", css_classes=["dp-status"])
+        self.pointed_note = pn.pane.Markdown(POINT_AT, css_classes=["dp-status"])
+        self._last_pointed: tuple[Dataset, int] | None = None  # the point whose facts the note gives
         self.selected_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.clear_selection = pn.widgets.Button(name="Clear the selection", visible=False)
         self.table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=TABLE_PAGE,
@@ -268,7 +270,7 @@ class StudioPage:
             pointer.add_subscriber(lambda x, y, plot=plot: self.follow(f"Pointing at the {plot}", self._point_at, (plot, x, y), keep_alert=True))
         self.plots.view_lasso.add_subscriber(self._view_lassoed)
         self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None, redraw=True))
-        studio.param.watch(self._show_pointed, ["pointed"])
+        studio.param.watch(self._show_pointed, ["pointed", "revision"])  # a relabel or another method: its facts again
         studio.param.watch(self._show_selected, ["selected"])
         studio.param.watch(lambda e: self._show_dataset(), ["dataset"])  # loaded, edited or streamed
         self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest, redraw=True))
@@ -669,10 +671,16 @@ class StudioPage:
         self.session.set_dc(dc_percent=percent, progress=progress)
 
     def _show_pointed(self, *events) -> None:
-        pointed = self.studio.pointed
-        if pointed is None:
-            return  # the last point's facts stay, to be read after the mouse left it
-        facts = self.studio.point_facts(pointed)
+        """The facts of the point under the mouse; of the last one, after the mouse left it, as long as its data set
+        is shown (they said another data set's, or another method's, point)."""
+        studio = self.studio
+        if studio.pointed is not None:
+            self._last_pointed = (studio.dataset, studio.pointed)
+        if self._last_pointed is None or self._last_pointed[0] is not studio.dataset:
+            self._last_pointed = None
+            self.pointed_note.object = POINT_AT
+            return
+        facts = studio.point_facts(self._last_pointed[1])
         parts = [f"**Row {facts['row']}**", "noise" if facts["label"] < 0 else f"cluster {facts['label']}"]
         if "rho" in facts:
             parent = "the densest point" if facts["parent"] is None else f"parent: row {facts['parent']}"

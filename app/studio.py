@@ -183,7 +183,7 @@ class Studio(param.Parameterized):
         """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""
         rows = self.dataset.points.rows
         facts = {"row": int(rows[i]), "label": int(self.labels()[i])}
-        if self.dpc.loaded:
+        if self.dpc.loaded and self.dpc.dataset is self.dataset:  # not a model of another data set, still loading
             model = self.dpc.model
             parent = int(model.parent_[i])
             facts.update(rho=float(model.rho_[i]), delta=float(model.delta_[i]), parent=int(rows[parent]) if parent >= 0 else None)

@@ -193,3 +193,25 @@ def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(ca
     assert page.streaming.streamed == nested.n_points // 2 + 20
     page.close()
     loop.close()
+
+
+def test_the_pointed_points_facts_follow_a_relabel_and_go_with_their_data_set(cache):
+    """The facts of the last point pointed at stay after the mouse left it, but said another data set's point after
+    a load, and the old cluster after a relabel or a method switch."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    studio = page.studio
+    with param.edit_constant(studio):
+        studio.pointed = 7
+        studio.pointed = None  # the mouse left it
+    label = studio.labels()[7]
+    assert label != 0  # so that the relabel below changes what the note says
+    assert page.pointed_note.object.startswith(f"**Row {studio.dataset.points.rows[7]}**")
+    assert f"cluster {label}" in page.pointed_note.object
+    studio.dpc.clear()  # one cluster
+    assert "cluster 0" in page.pointed_note.object
+    studio.set_method("dbscan")
+    assert f"cluster {studio.labels()[7]}" in page.pointed_note.object or "noise" in page.pointed_note.object
+    studio.load(cache.sample("moons"))
+    assert page.pointed_note.object == page_module.POINT_AT
+    page.close()
