@@ -56,8 +56,9 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
         dpc = studio.dpc
         args += ["--kernel", dpc.kernel] if dpc.kernel != "cutoff" else []
         args += ["--dc-percent", _exact(dpc.dc_percent)] if dpc.dc_percent is not None else ["--dc", _exact(dpc.dc)]
-        if dpc.centers_picked:
-            args += ["--centers", ",".join(str(int(c)) for c in dpc.centers) + ("," if len(dpc.centers) == 1 else "")]
+        centers = _file_centers(dataset, dpc.centers) if dpc.centers_picked else []
+        if len(centers):
+            args += ["--centers", ",".join(str(int(c)) for c in centers) + ("," if len(centers) == 1 else "")]
     elif studio.method == "dbscan":
         dbscan = studio.dbscan
         args += ["--method", "dbscan", "--eps", _exact(dbscan.eps), "--min-samples", str(dbscan.min_samples)]
@@ -70,6 +71,15 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
     if dataset.base is not None:
         note = "  # points were added or deleted on the page: this clusters the file as it is (a saved session keeps the edits)"
     return shlex.join([*args, "--out", out]) + note
+
+
+def _file_centers(dataset: Dataset, centers: np.ndarray) -> np.ndarray:
+    """The centers as the file's points (what ``--centers`` counts): after edits, each one's place in the data set
+    as loaded (they were indices of the edited points, so other points of the file); an added point has none."""
+    if dataset.base is None:
+        return np.asarray(centers)
+    places = np.asarray(dataset.indexed.rows)[np.asarray(centers, np.int64)]
+    return places[places < dataset.base.n_points]
 
 
 def _exact(value: float) -> str:

@@ -277,3 +277,20 @@ def test_a_session_only_the_data_refuses_leaves_the_page_as_it_was(cache, change
     assert studio.dataset is cache.sample("moons") and studio.method == "dpc"
     assert session_document(studio) == before
     np.testing.assert_array_equal(studio.labels(), labels)
+
+
+def test_after_edits_the_commands_centers_are_the_same_points_of_the_file(studio, cache):
+    """Points deleted on the page: the command's --centers were indices into the edited points, which on the file
+    are other points (the table named the right rows, the command others); an added center has no file point."""
+    studio.dpc.pick_count(3)
+    picked_rows = set(studio.dataset.points.rows[studio.dpc.centers].tolist())
+    x, y = studio.plot_coordinates("view")
+    keep = studio.dpc.centers
+    low = int(np.setdiff1d(np.arange(50), keep)[0])  # a point before the centers, so that their indices shift
+    near = [(float(x[low]) + dx, float(y[low]) + dy) for dx, dy in ((-0.05, -0.05), (0.05, -0.05), (0.05, 0.05), (-0.05, 0.05))]
+    studio.delete_in_view(near)
+    studio.dpc.choose(np.flatnonzero(np.isin(studio.dataset.points.rows, list(picked_rows))))
+    blobs = cache.sample("blobs")
+    assert studio.dataset.base is blobs and set(studio.dataset.points.rows[studio.dpc.centers].tolist()) == picked_rows
+    centers = command_line(studio).split("--centers ")[1].split()[0].rstrip(",").split(",")
+    assert set(blobs.points.rows[np.array(centers, int)].tolist()) == picked_rows
