@@ -309,7 +309,7 @@ class StudioPage:
         teach = pn.Column(
             pn.pane.Markdown("Click a point in the 2-D view: its dc circle, the points its ρ counts, and its arrows "
                              "to the nearest denser point and on to its center.", css_classes=["dp-status"]),
-            self.forest, self.stepping, self.player, self.teaching_size_note, sizing_mode="stretch_width",
+            self.forest, self.stepping, self.teaching_size_note, sizing_mode="stretch_width",
         )  # fmt: skip
         edit = pn.Column(
             pn.pane.Markdown("Add a point with a click, or delete points with a lasso, in the 2-D view: the "
@@ -391,7 +391,10 @@ class StudioPage:
         main = pn.Column(
             self.alert, self.pending, self.work.busy, self.work.progress,
             pn.Row(self.pointed_note, self.selected_note, self.clear_selection, sizing_mode="stretch_width"),
-            self.explained_note, self.step_note, plots, self.stream_section.column,
+            # the player by the step it shows, out of the Teach tab: that tab's views are made again each time it
+            # is opened (dynamic), and Panel's player view never stops its timer when it goes, so a step-through left
+            # playing then played twice, past Pause
+            self.explained_note, pn.Row(self.player, self.step_note, sizing_mode="stretch_width"), plots, self.stream_section.column,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
             pn.Column("### Comparison with the pinned clustering", self.comparison.column, sizing_mode="stretch_width"),
             pn.Row(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),

@@ -99,6 +99,20 @@ def test_the_forest_and_the_step_through(page: Page, server):
     assert_redrawn(page, view, linking, "the step-through's picture did not change")
     page.locator("button.previous").click()
     expect(step).to_contain_text("Labels", timeout=TIMEOUT_MS)
+    # played, the Teach tab left and opened again, paused: one step a tick, and Pause stops it (the player's view was
+    # made again with the tab, and the old one's timer played on: two steps a tick, past Pause)
+    page.locator("button.first").click()
+    expect(step).to_contain_text("Step 1 of", timeout=TIMEOUT_MS)
+    page.locator("button.play").click()
+    expect(step).to_contain_text("Step 2 of", timeout=TIMEOUT_MS)
+    open_tab(page, "Clusters")
+    open_tab(page, "Teach")
+    page.wait_for_timeout(1500)
+    page.locator("button.pause").click()
+    page.wait_for_timeout(2000)  # the last step asked for is drawn
+    paused = step.inner_text()
+    page.wait_for_timeout(3000)  # two and a half ticks
+    assert step.inner_text() == paused
     checkbox(page, "Step through").uncheck()
     expect(step).to_be_hidden(timeout=TIMEOUT_MS)
 
