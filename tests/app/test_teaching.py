@@ -172,6 +172,23 @@ def test_the_forest_and_the_step_through(teaching):
     plots.close()
 
 
+def test_with_the_automatic_clusters_the_steps_say_that_most_arrows_meet_no_center(teaching):
+    """The page opens with the automatic clusters, whose centers DPC's chains mostly miss: the last labels step said
+    every point took its parent's label, and most stayed grey. The steps from the peaks on say so, until centers are
+    picked."""
+    studio = teaching.studio
+    assert not studio.dpc.centers_picked
+    last = len(teaching.steps()) - 1
+    teaching.go_to_step(last - 1)
+    unlabelled = int((teaching.step_picture()["labels"] < 0).sum())
+    assert unlabelled > studio.dataset.n_points / 2  # the case at hand: most points stay grey
+    stages = {step.stage: step.text for step in teaching.steps()}
+    assert "most arrows meet no center" in stages["peaks"] and "most meet no center" in stages["labels"]
+    studio.dpc.pick_count(5)
+    assert not any("no center" in step.text for step in teaching.steps())
+    teaching.go_to_step(None)
+
+
 def test_a_new_data_set_resets_and_a_large_one_is_explained_but_not_stepped(cache, teaching):
     teaching.explain(3)
     teaching.show_forest(True)
