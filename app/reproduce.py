@@ -196,6 +196,9 @@ def query_document(query: str | dict) -> dict:
     if unknown:
         raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
     method = params.get("method", "dpc")
+    for name, methods in (("min_samples", ("dbscan", "hdbscan")), ("min_cluster_size", ("hdbscan",)), ("selection", ("hdbscan",))):
+        if name in params and method not in methods and not (method == "dpc" and name == "min_samples" and "eps" in params):
+            raise ValueError(f"{name} is {' and '.join(m.upper() for m in methods)}'s: add method={methods[-1]}")
     standardize = params.get("standardize", "0").lower()
     if standardize not in ("0", "1", "true", "false"):
         raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")
@@ -203,22 +206,22 @@ def query_document(query: str | dict) -> dict:
     if "features" in params or dataset["standardized"]:
         dataset["features"] = [c for c in params.get("features", "").split(",") if c] or None
     document = {"dpstudio_session": SCHEMA, "dataset": dataset, "method": method}
-    number = _number_from_text
+    number, whole = _number_from_text, _whole_from_text
     if {"kernel", "dc", "dc_percent", "centers"} & set(params):
         centers = params.get("centers")
         document["dpc"] = {
             "kernel": params.get("kernel", "cutoff"),
             "dc": number("dc", params["dc"]) if "dc" in params else None,
             "dc_percent": number("dc_percent", params["dc_percent"]) if "dc_percent" in params else None,
-            "centers": None if centers is None else [int(number("centers", c)) for c in centers.split(",") if c.strip()],
+            "centers": None if centers is None else [whole("centers", c) for c in centers.split(",") if c.strip()],
         }  # fmt: skip
     if method == "dbscan" or {"eps"} & set(params):
         document["dbscan"] = {"eps": number("eps", params["eps"]) if "eps" in params else None,
-                              "min_samples": int(number("min_samples", params.get("min_samples", "5")))}  # fmt: skip
+                              "min_samples": whole("min_samples", params.get("min_samples", "5"))}  # fmt: skip
     if method == "hdbscan":
-        size = int(number("min_cluster_size", params.get("min_cluster_size", "15")))
+        size = whole("min_cluster_size", params.get("min_cluster_size", "15"))
         document["hdbscan"] = {"min_cluster_size": size, "selection": params.get("selection", "eom"),
-                               "min_samples": int(number("min_samples", params.get("min_samples", str(size)))), "clusters": None}  # fmt: skip
+                               "min_samples": whole("min_samples", params.get("min_samples", str(size))), "clusters": None}  # fmt: skip
     return _checked(document)
 
 
@@ -296,6 +299,12 @@ def _checked(document: dict) -> dict:
     features = dataset.get("features")
     if features is not None and (not isinstance(features, list) or not features or not all(isinstance(f, str) for f in features)):
         raise ValueError("features must be a list of column names")
+    if features is not None and len(set(features)) < len(features):
+        raise ValueError(f"features name a column twice: {', '.join(features)}")
+    if dataset.get("standardized") not in (None, True, False):
+        raise ValueError(f"standardized must be true or false, got {dataset['standardized']!r}")
+    if dataset.get("n_points") is not None:
+        _at_least("n_points", dataset["n_points"], 2)
     if (edits := dataset.get("edits")) is not None:
         _check_edits(edits, document.get("dpc"))
     if document.get("method") not in METHODS:
@@ -309,8 +318,8 @@ def _checked(document: dict) -> dict:
         for name in ("dc", "dc_percent"):
             if dpc.get(name) is not None:
                 _positive(name, dpc[name])
-        if dpc.get("centers") is not None and not _whole_numbers(dpc["centers"]):
-            raise ValueError("centers must be a list of point indices")
+        if dpc.get("centers") is not None and not (_whole_numbers(dpc["centers"]) and dpc["centers"]):
+            raise ValueError("centers must be a list of point indices (null for the automatic clusters)")
     if (dbscan := document.get("dbscan")) is not None:
         if dbscan.get("eps") is not None:
             _positive("eps", dbscan["eps"])
@@ -343,6 +352,13 @@ def _number_from_text(name: str, text: str) -> float:
         return float(text)
     except ValueError:
         raise ValueError(f"{name} must be a number, got {text!r}") from None
+
+
+def _whole_from_text(name: str, text: str) -> int:
+    value = _number_from_text(name, text)
+    if not value.is_integer():  # not cut to a whole number without a word (centers=1.5 was point 1)
+        raise ValueError(f"{name} must be a whole number, got {text!r}")
+    return int(value)
 
 
 def _positive(name: str, value) -> None:

@@ -210,6 +210,9 @@ def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, mes
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centers": [1.5]}}', "centers must be a list"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dbscan", "dbscan": {"eps": 1, "min_samples": 0}}', "min_samples must be a whole number >= 1"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": [1]}', "dpc must be an object of its parameters"),
+        ('{"dpstudio_session": 1, "dataset": {"standardized": "yes"}, "method": "dpc"}', "standardized must be true or false"),
+        ('{"dpstudio_session": 1, "dataset": {"n_points": "2300"}, "method": "dpc"}', "n_points must be a whole number"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centers": []}}', "centers must be a list"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, '
          '"selection": "median"}}', "selection must be one of eom, leaf, got 'median'"),
     ],
@@ -246,7 +249,14 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
                            ("colour=red", "unknown URL parameter 'colour'"), ("eps=-1", "eps must be a finite positive"),
                            ("sample=moons&sample=blobs", "URL parameter 'sample' is given more than once"),
                            ("dc=0.1&dc_percent=3", "give dc or dc_percent, not both"),
-                           ("sample=moons&centers=", "centers is empty"), ("centers=,", "centers is empty")]:  # fmt: skip
+                           ("sample=moons&centers=", "centers is empty"), ("centers=,", "centers is empty"),
+                           # cut to a whole number, ignored, or a column used once, without a word
+                           ("centers=1.5", "centers must be a whole number, got '1.5'"),
+                           ("method=dbscan&min_samples=2.5", "min_samples must be a whole number"),
+                           ("sample=moons&min_samples=3", "min_samples is DBSCAN and HDBSCAN's: add method=hdbscan"),
+                           ("selection=leaf", "selection is HDBSCAN's: add method=hdbscan"),
+                           ("method=hdbscan&selection=median", "selection must be one of eom, leaf"),
+                           ("sample=blobs3d&features=x,x", "features name a column twice")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             query_document(query)
 
