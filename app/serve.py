@@ -71,10 +71,13 @@ def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
     DensityPeaks(dc_percent=settings.dc_percent).fit(dataset.indexed)
     for large in (None, np.array([True, False])):  # both ways of spreading (DBSCAN's core points drawn larger)
         shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, *PLOT_SIZE, ("x", "y"), large=large)
-    # one page made as a session's and dropped: a server's first page took its visitor about 1 s longer to make
-    # than later ones (code paths of the plotting libraries run for the first time)
+    # one page made as a session's, shown with each method, and dropped: a server's first page took its visitor about
+    # 1 s longer to make than later ones, and its first DBSCAN 3-5 s (code paths of the plotting libraries run for
+    # the first time)
     page = StudioPage(cache, settings, dataset)
     page.layout.get_root(Document())
+    for method in ("dbscan", "hdbscan"):
+        page.studio.set_method(method)
     page.close()
 
 
