@@ -244,7 +244,7 @@ class StudioPage:
         self.standardize.param.watch(self._show_feature_choice, "value")
         self.embed.on_click(lambda e: self._start("Computing the t-SNE view (a minute or two at 50,000 points)", studio.show_embedding))
         self.use_features.on_click(lambda e: self._start("Loading", self._set_features, list(self.features.value), self.standardize.value))
-        self.load_session.param.watch(lambda e: e.new and self._start("Loading the session", self._apply_session, e.new, asked_on=None), "value")
+        self.load_session.param.watch(self._session_chosen, ["value", "filename"])
         self.dc.param.watch(self._dc_moved, ["value", "value_throttled"])
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
@@ -488,10 +488,19 @@ class StudioPage:
             return
         self._start("Opening the URL's parameters", self._apply_session, document, asked_on=None)
 
+    def _session_chosen(self, *events) -> None:
+        content, chosen = self.load_session.value, any(e.name == "filename" and e.new for e in events)
+        if content is None and not chosen:  # forgotten, below
+            return
+        # forgotten here and in the browser, so that choosing the same file again loads it again
+        self.load_session.value = None
+        self.load_session.clear()
+        # Panel reads an empty file as no value: it is no session file, and says so
+        self._start("Loading the session", self._apply_session, content or b"", asked_on=None)
+
     def _apply_session(self, document: dict | bytes, progress=None) -> None:
         """A session document, or a saved session file's content."""
         if isinstance(document, bytes):
-            self.load_session.value = None  # the same file may be loaded again
             document = read_session(document)
         apply_session(self.studio, document, self.cache, progress)
         self._show_dataset()

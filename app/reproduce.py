@@ -164,6 +164,8 @@ def session_json(studio: Studio) -> str:
 
 def read_session(text: str | bytes) -> dict:
     """A session document from a saved file, checked: every problem is one ValueError naming the field."""
+    if not text.strip():
+        raise ValueError("the file is empty: not a dpstudio session file")
     try:
         document = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:

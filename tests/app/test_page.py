@@ -17,6 +17,7 @@ import pytest
 
 from dpstudio.app import page as page_module
 from dpstudio.app.page import PageSettings, StudioPage
+from dpstudio.app.reproduce import session_json
 from dpstudio.engine import DensityPeaks
 
 
@@ -215,3 +216,24 @@ def test_the_pointed_points_facts_follow_a_relabel_and_go_with_their_data_set(ca
     studio.load(cache.sample("moons"))
     assert page.pointed_note.object == page_module.POINT_AT
     page.close()
+
+
+def test_a_session_file_chosen_again_or_empty_is_read(cache, monkeypatch):
+    """The same session file chosen again was not loaded again (the browser kept it, so it sent no change), and an
+    empty one, which Panel reads as no value, was ignored without a word."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    queued, loop, cleared = [], asyncio.new_event_loop(), []
+    monkeypatch.setattr(pn.state, "execute", queued.append)
+    monkeypatch.setattr(page.load_session, "clear", lambda: cleared.append(True))
+    saved = session_json(page.studio).encode()
+    for _ in range(2):
+        page.load_session.param.update(value=saved, filename="blobs-session.json")
+        assert page.load_session.value is None and cleared  # forgotten, here and in the browser
+        assert run_queued(loop, queued) == [True]
+        queued.clear()
+    page.load_session.param.update(value=None, filename="empty.json")
+    assert run_queued(loop, queued) == [False]
+    assert "the file is empty: not a dpstudio session file" in page.alert.object
+    page.close()
+    loop.close()
