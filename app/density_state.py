@@ -75,12 +75,6 @@ class TreeState(MethodState):
     def _min_samples_for(self, dataset) -> int:
         return min(self._set_min_samples, dataset.n_points)
 
-    def _show_tree_of(self, model, min_samples: int, set_by_user: bool, **changes) -> None:
-        """Show a model fitted at ``min_samples``; one the user set is what the next data set uses."""
-        self._show(model, min_samples=min_samples, **changes)
-        if set_by_user:
-            self._set_min_samples = min_samples
-
 
 class DBSCANState(TreeState):
     title = "DBSCAN"
@@ -110,16 +104,17 @@ class DBSCANState(TreeState):
         """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""
         min_samples = _check_min_samples(min_samples, self.dataset)
         model = DBSCAN(eps=self.eps, min_samples=min_samples).fit(self.dataset.indexed, progress=progress)
-        self._show_tree(model, set_by_user=True)
+        self._show_tree(model)
+        self._set_min_samples = min_samples  # shown: what the next data set uses
 
     def set_show_core(self, show: bool) -> None:
         with param.edit_constant(self):
             self.param.update(show_core=bool(show), revision=self.revision + 1)
 
-    def _show_tree(self, model: DBSCAN, set_by_user: bool = False, **changes) -> None:
+    def _show_tree(self, model: DBSCAN, **changes) -> None:
         self._curve = EpsCurve(*model.eps_curve(), model.indexed_.n_points)
         view = _covering(self._curve.eps_range(), model.eps_)
-        self._show_tree_of(model, model.min_samples_, set_by_user, eps=model.eps_, eps_view=view, **changes)
+        self._show(model, eps=model.eps_, min_samples=model.min_samples_, eps_view=view, **changes)
 
     # results for the views ----------------------------------------------------------------------------------
     def curve(self) -> EpsCurve:
@@ -164,14 +159,16 @@ class HDBSCANState(TreeState):
         """New parameters (the tree of a min_samples is cached in the index); the rule chooses the clusters again."""
         pick = (lambda new, old: old if new is None else new)
         self._fit(self.dataset, pick(min_cluster_size, self.min_cluster_size), pick(min_samples, self.min_samples),
-                  pick(selection, self.selection), progress, set_by_user=min_samples is not None)  # fmt: skip
+                  pick(selection, self.selection), progress)  # fmt: skip
+        if min_samples is not None:
+            self._set_min_samples = min_samples  # shown: what the next data set uses
 
-    def _fit(self, dataset, min_cluster_size, min_samples, selection, progress, set_by_user: bool = False) -> None:
+    def _fit(self, dataset, min_cluster_size, min_samples, selection, progress) -> None:
         min_samples = _check_min_samples(min_samples, dataset)
         model = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, cluster_selection_method=selection)
         model.fit(dataset.indexed, progress=progress)
-        self._show_tree_of(model, min_samples, set_by_user, dataset=dataset, min_cluster_size=min_cluster_size,
-                           selection=selection, hand_picked=False)  # fmt: skip
+        self._show(model, dataset=dataset, min_cluster_size=min_cluster_size, min_samples=min_samples,
+                   selection=selection, hand_picked=False)  # fmt: skip
 
     def toggle_cluster(self, cluster: int) -> None:
         """Select a cluster of the condensed tree (its ancestors and descendants leave the selection), or deselect

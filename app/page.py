@@ -445,8 +445,7 @@ class StudioPage:
                     self.alert.object = (f"**{label}** was not done: it was asked for on {asked_on.name}, "
                                          "and another data set was loaded before it could run.")
                     self.alert.visible = True
-                self._show_parameters()  # put widgets back to the values in use
-                self._show_method()
+                self._show_values_in_use()
                 return False
             if not keep_alert:
                 self.alert.visible = False
@@ -468,13 +467,17 @@ class StudioPage:
                 log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))
                 self.alert.object = f"**{label} failed:** {exc}"
                 self.alert.visible = True
-                self._show_parameters()  # put widgets back to the values in use
-                self._show_method()
+                self._show_values_in_use()
                 return False
             finally:
                 if shown is not None:
                     shown.cancel()
                 activity.busy.visible = activity.progress.visible = False
+
+    def _show_values_in_use(self) -> None:
+        """Put the widgets back to the values in use (a value typed or chosen was refused, or its action dropped)."""
+        self._show_parameters()
+        self._show_method()
 
     def open_query(self, params: dict[str, list[str]]) -> None:
         """The page's URL parameters (``reproduce.query_document``): a sample and its parameters shown once loaded; a

@@ -412,10 +412,9 @@ class SessionPlots:
     def _view_centers(self, revision, x_axis, y_axis):
         """DPC's centers while its clusters are shown; no marker for the other methods or the ground truth, nor
         while DPC's model is of a data set the studio does not show yet (another one loading)."""
-        dataset = self.studio.dataset
-        shown = self.studio.method == "dpc" and self.studio.colour_by == "clusters"
-        model = self.session.model if shown else None  # DPC's, loaded while it is shown
-        centers = model.centers_ if shown and model.indexed_ is dataset.indexed else np.empty(0, np.int64)
+        studio = self.studio
+        shown = studio.method == "dpc" and studio.colour_by == "clusters" and studio.dpc_shows_dataset
+        dataset, centers = studio.dataset, self.session.model.centers_ if shown else np.empty(0, np.int64)
         x, y = dataset.axis_values(x_axis)[centers], dataset.axis_values(y_axis)[centers]
         return self._centers(x, y, view_dims(x_axis, y_axis), centers)
 

@@ -198,9 +198,12 @@ def query_document(query: str | dict) -> dict:
     if unknown:
         raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
     method = params.get("method", "dpc")
-    for name, methods in (("min_samples", ("dbscan", "hdbscan")), ("min_cluster_size", ("hdbscan",)), ("selection", ("hdbscan",))):
-        if name in params and method not in methods and not (method == "dpc" and name == "min_samples" and "eps" in params):
-            raise ValueError(f"{name} is {' and '.join(m.upper() for m in methods)}'s: add method={methods[-1]}")
+    # a parameter of a method the URL does not show was ignored (min_samples also goes with an eps, DBSCAN's)
+    hdbscan = method == "hdbscan"
+    for name, used, owners in (("min_samples", hdbscan or method == "dbscan" or "eps" in params, "DBSCAN and HDBSCAN"),
+                               ("min_cluster_size", hdbscan, "HDBSCAN"), ("selection", hdbscan, "HDBSCAN")):  # fmt: skip
+        if name in params and not used:
+            raise ValueError(f"{name} is {owners}'s: add method=hdbscan")
     standardize = params.get("standardize", "0").lower()
     if standardize not in ("0", "1", "true", "false"):
         raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")

@@ -179,11 +179,17 @@ class Studio(param.Parameterized):
         columns = self.dataset.points.columns
         return len(columns) == 2 and {self.x_axis, self.y_axis} == set(columns)
 
+    @property
+    def dpc_shows_dataset(self) -> bool:
+        """Whether DPC holds a model of the data set shown: not while another data set loads, whose model DPC shows
+        a moment before the studio shows the data set (a view drawn then read the new model's rows in the old)."""
+        return self.dpc.loaded and self.dpc.dataset is self.dataset
+
     def point_facts(self, i: int) -> dict:
         """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""
         rows = self.dataset.points.rows
         facts = {"row": int(rows[i]), "label": int(self.labels()[i])}
-        if self.dpc.loaded and self.dpc.dataset is self.dataset:  # not a model of another data set, still loading
+        if self.dpc_shows_dataset:
             model = self.dpc.model
             parent = int(model.parent_[i])
             facts.update(rho=float(model.rho_[i]), delta=float(model.delta_[i]), parent=int(rows[parent]) if parent >= 0 else None)
