@@ -8,6 +8,7 @@ import holoviews as hv
 import numpy as np
 
 from .density_state import DBSCANState, EpsCurve
+from .plots import detach_streams
 
 CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
 EXACT_STEPS = 4000  # step curves with more steps than this are drawn from their exact counts at CURVE_POINTS eps
@@ -70,8 +71,7 @@ class DBSCANPlots:
         ]  # fmt: skip
 
     def close(self) -> None:
-        for stream in self._streams:
-            stream.source = None
+        detach_streams(self._streams)
 
     def _k_distance(self, min_samples, dataset):
         # the same dimension names whatever is shown: BokehJS keeps the first columns it was sent

@@ -8,6 +8,7 @@ import holoviews as hv
 import numpy as np
 
 from .dbscan_plots import EPS_LINE, SMALL_SIZE
+from .plots import detach_streams
 from .state import ClusteringSession
 
 RANKS_SHOWN = 60  # peaks are among the first few dozen; the tail beyond is flat on a log scale
@@ -34,8 +35,7 @@ class GammaPlot:
         return int(np.clip(round(x), 1, min(RANKS_SHOWN, self.session.model.n_points_)))
 
     def close(self) -> None:
-        for stream in self._streams:
-            stream.source = None
+        detach_streams(self._streams)
 
     def _ranks(self, revision) -> hv.Scatter:
         gamma = np.empty(0)

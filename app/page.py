@@ -575,9 +575,9 @@ class StudioPage:
         self.stream_note.object = (f"**{streaming.streamed:,}** points in, **{streaming.remaining:,}** to come" if on else "")
         self.stream_section.show(on)
         if on:
-            self.stream_log.value = pd.DataFrame(
+            _show_rows(self.stream_log, pd.DataFrame(
                 [{"batch": row.number, "points in": row.added, "points": row.n_points, "clusters": row.clusters,
-                  "ms": round(row.milliseconds, 1), "what changed": row.changes} for row in reversed(streaming.log)])  # fmt: skip
+                  "ms": round(row.milliseconds, 1), "what changed": row.changes} for row in reversed(streaming.log)]))  # fmt: skip
 
     def _explain_at(self, where: tuple[float | None, float | None]) -> None:
         (x, y), ranges = where, self.plots.view_ranges
@@ -765,7 +765,7 @@ class StudioPage:
             self.comparison_note.object = (f"**Now:** {studio.active.describe()}  \n**Pinned:** {studio.pinned.name}  \n"
                                            f"**ARI: {ari:.3f}** (1: the same partition; about 0: unrelated). Points per "
                                            "pair of clusters, the largest of each:")  # fmt: skip
-            self.contingency.value = table
+            _show_rows(self.contingency, table)
 
     def _show_sweep(self, *events) -> None:
         frame = self.session.sweep_frame()
@@ -784,7 +784,7 @@ class StudioPage:
                                   "the table and the downloads have them all.")  # fmt: skip
         self.table_note.visible = self.studio.method == "dpc" and len(table) > MAX_MARKERS
         floats = [name for name in table.columns if table[name].dtype.kind == "f"]
-        self.table.value = table.assign(**{name: table[name].map(lambda v: float(f"{v:.4g}")) for name in floats})
+        _show_rows(self.table, table.assign(**{name: table[name].map(lambda v: float(f"{v:.4g}")) for name in floats}))
         self._show_comparison()
         self._show_status()
         self.command.value = command_line(self.studio)
@@ -831,20 +831,48 @@ class Deferred:
         self.column = pn.Column(sizing_mode="stretch_width", visible=False)
         self._make: Callable[[], list[pn.viewable.Viewable]] | None = make
         self._visible = False  # as last asked: each data set change asks every one again, and most stay as they are
+        self._page_thread = threading.get_ident()  # the thread the page is made on: the server's event loop
 
     def show(self, visible: bool) -> None:
         if visible == self._visible:  # nothing to queue on the event loop (each costs the caller a wait for the GIL)
             return
         self._visible = visible
         make, self._make = (self._make, None) if visible else (None, self._make)
+        made = threading.Event()
         # on the event loop, with the document locked: a worker thread (a method switch) building the plots
         # while the loop renders the page corrupts their Bokeh models
-        pn.state.execute(partial(self._show, make, visible))
+        pn.state.execute(partial(self._show, make, visible, made))
+        if make is not None and threading.get_ident() != self._page_thread:
+            _wait_for_the_loop(made)
 
-    def _show(self, make: Callable[[], list[pn.viewable.Viewable]] | None, visible: bool) -> None:
-        if make is not None:
-            self.column.objects = make()
-        self.column.visible = visible
+    def _show(self, make: Callable[[], list[pn.viewable.Viewable]] | None, visible: bool, made: threading.Event) -> None:
+        try:
+            if make is not None:
+                self.column.objects = make()
+            self.column.visible = visible
+        finally:
+            made.set()
+
+
+def _wait_for_the_loop(done: threading.Event) -> None:
+    """Wait in a worker thread until the event loop has made the views it was asked to. The worker's next change
+    of state would redraw a plot still being made; HoloViews redraws a plot that has no document yet in the
+    thread that changed the state, beside the loop making it (a URL's method opened with a failed plot, and
+    Panel's "unlocked decorator" error in the log). A session that has ended runs no more callbacks: its worker
+    goes on."""
+    context = pn.state.curdoc.session_context if pn.state.curdoc is not None else None
+    while not done.wait(0.25):
+        if context is None or context.destroyed:
+            return
+
+
+def _show_rows(table: pn.widgets.Tabulator, rows: pd.DataFrame) -> None:
+    """Show ``rows`` in a read-only table, unless it shows them already. Panel (1.9) takes the same rows set again
+    for an edit made in the browser (Bokeh reports every set of a data source's data, and Panel expects no report
+    for an equal value), and applies that "edit" after a delay: to a table of another length by then, a
+    ``ValueError`` in the server's log (a URL or session file switching method sets the table several times)."""
+    if table.value is None or not rows.equals(table.value):
+        table.value = rows
 
 
 def _plot_pane(plot, name: str) -> pn.pane.HoloViews:

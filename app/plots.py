@@ -69,6 +69,19 @@ def colour_codes(labels: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(np.where(labels < 0, 0, labels % len(CLUSTER_COLOURS) + 1).astype(np.int8), categories=CATEGORIES)
 
 
+def detach_streams(streams: list[hv.streams.Stream]) -> None:
+    """Let go of a closed session's streams. Each stops watching its state and drops its plots: an action still
+    running for the session would otherwise redraw them, and HoloViews redraws a plot whose document is gone in the
+    action's worker thread, beside the event loop building another session's page (a page that failed to build).
+    And each lets go of its source: HoloViews keeps every stream in a registry keyed weakly by its plot, but the
+    stream refers back to the plot, so the plot, the session and its page would outlive the browser session."""
+    for stream in streams:
+        if isinstance(stream, hv.streams.Params):
+            stream.unwatch()
+        stream.clear()
+        stream.source = None
+
+
 def cluster_colour(label: int) -> str:
     return PALETTE[0] if label < 0 else CLUSTER_COLOURS[label % len(CLUSTER_COLOURS)]
 
@@ -239,11 +252,7 @@ class SessionPlots:
                                                   default_tools=["save"], toolbar=None))  # fmt: skip
 
     def close(self) -> None:
-        """Detach this session's streams from their plots. HoloViews keeps every stream in a registry keyed weakly
-        by its plot, but the stream refers back to the plot, so without this the plot, this object, the session
-        and its page would outlive the browser session."""
-        for stream in self._streams:
-            stream.source = None
+        detach_streams(self._streams)
         for owner, watcher in self._watchers:
             owner.param.unwatch(watcher)
         for _, image in self._next_images.values():

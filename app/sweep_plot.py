@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .dbscan_plots import EPS_LINE, SMALL_SIZE
+from .plots import detach_streams
 from .state import ClusteringSession
 
 PLATEAU_COLOUR = "#2ca02c"
@@ -51,8 +52,7 @@ class SweepPlot:
 
     def close(self) -> None:
         self.session.param.unwatch(self._watcher)
-        for stream in self._streams:
-            stream.source = None
+        detach_streams(self._streams)
 
     def _frame(self) -> pd.DataFrame:
         session = self.session

@@ -13,7 +13,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, cluster_colour, view_dims
+from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, cluster_colour, detach_streams, view_dims
 from .teaching import MAX_RINGED, Teaching, arrow_segments
 
 DENSITY_COLOURS = colorcet.palette["bmy"]  # dark to bright: sparse to dense
@@ -61,7 +61,7 @@ class TeachingPlots:
     def close(self) -> None:
         for owner, watcher in self._watchers:
             owner.param.unwatch(watcher)
-        self.changed.source = None
+        detach_streams([self.changed])
 
     # layers -------------------------------------------------------------------------------------------------
     def _dynamic(self, layer) -> hv.DynamicMap:

@@ -12,7 +12,7 @@ import pandas as pd
 from dpstudio.engine.hierarchy import CondensedTree, cluster_hierarchy
 
 from .density_state import HDBSCANState
-from .plots import HALO_GREY, cluster_colour
+from .plots import HALO_GREY, cluster_colour, detach_streams
 
 UNSELECTED = "#e8e8e8"
 
@@ -76,8 +76,7 @@ class TreePlot:
         return cluster_at(self._current_boxes(), x, y)
 
     def close(self) -> None:
-        for stream in self._streams:
-            stream.source = None
+        detach_streams(self._streams)
 
     def _current_boxes(self) -> pd.DataFrame:
         model = self.state.model

@@ -11,6 +11,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
+import holoviews as hv
+import pandas as pd
 import panel as pn
 import param
 import pytest
@@ -237,3 +239,70 @@ def test_a_session_file_chosen_again_or_empty_is_read(cache, monkeypatch):
     assert "the file is empty: not a dpstudio session file" in page.alert.object
     page.close()
     loop.close()
+
+
+def test_rows_a_table_shows_already_are_not_sent_again():
+    """Panel (1.9) takes a table's rows set again for an edit made in the browser, and applies that "edit" later,
+    by then perhaps to rows of another length (a ValueError in the server's log after a URL switched method)."""
+    from bokeh.document import Document
+
+    table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=20)
+    page_module._show_rows(table, pd.DataFrame({"cluster": [0, 1], "size": [5, 7]}))
+    document = Document()
+    document.add_root(table.get_root(document))
+    changes = []
+    document.on_change(changes.append)
+    page_module._show_rows(table, pd.DataFrame({"cluster": [0, 1], "size": [5, 7]}))  # equal rows: nothing sent
+    assert changes == []
+    page_module._show_rows(table, pd.DataFrame({"cluster": [0, 1, 2], "size": [5, 7, 1]}))
+    assert changes and list(table.value["size"]) == [5, 7, 1]
+
+
+def test_a_closed_pages_plots_no_longer_follow_its_states(cache, monkeypatch):
+    """An action still running for a session that has ended changes its states: their plots must not redraw (HoloViews
+    redraws a plot whose document is gone in the action's thread, beside the event loop building other pages)."""
+    monkeypatch.setattr(pn.state, "execute", lambda callback: callback())  # on the event loop in the server
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    for method in ("dbscan", "hdbscan", "dpc"):  # every method's plots made
+        page.studio.set_method(method)
+    triggered = []
+    monkeypatch.setattr(hv.streams.Stream, "trigger", classmethod(lambda cls, streams: triggered.extend(streams)))
+
+    def change_every_state():
+        page.studio.dbscan.set_min_samples(7)
+        page.studio.hdbscan.set_parameters(min_cluster_size=20)
+        page.studio.set_method("dpc")
+        page.studio.dpc.pick_count(3)
+
+    change_every_state()
+    assert triggered  # the plots follow the open page's states
+    page.close()
+    triggered.clear()
+    change_every_state()
+    assert triggered == []
+
+
+def test_a_worker_that_first_shows_a_methods_plots_waits_for_the_loop_to_make_them(cache, monkeypatch):
+    """The event loop makes the plots; the worker thread that switched the method goes on only once they are made,
+    so that its next change of state is redrawn on the loop, not in the worker beside the loop making the plot."""
+    loop_queue = []
+    monkeypatch.setattr(pn.state, "execute", loop_queue.append)
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    column = page.method_plots["hdbscan"].column
+    worker = threading.Thread(target=page.studio.set_method, args=("hdbscan",))
+    # no session here that could end: wait as long as the test allows
+    monkeypatch.setattr(page_module, "_wait_for_the_loop", lambda done: done.wait(30), raising=False)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not loop_queue and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert worker.is_alive() and not column.objects  # waiting for the loop
+    while loop_queue:
+        loop_queue.pop(0)()
+        time.sleep(0.05)
+    worker.join(30)
+    assert not worker.is_alive() and column.objects and column.visible
+    page.close()
