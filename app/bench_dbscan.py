@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from dpstudio.engine import DBSCAN, HDBSCAN, IndexedPoints, get_backend
+from dpstudio.engine.vptree import float32_square
 
 from .bench import _reset_peak_rss, _rss_kib, blobs, format_rows
 
@@ -136,7 +137,7 @@ def gpu_row(n: int, d: int, brute_pairs: float) -> dict:
     timings: dict = {}
     tree = index.spanning_tree(MIN_SAMPLES, timings=timings)  # mst + the host chain, as a user's fit pays it
     eps = float(np.sqrt(np.percentile(cp.asnumpy(tree.core_sq).astype(np.float64), 95)))
-    eps2 = np.float32(np.float64(eps) ** 2)
+    eps2 = float32_square(eps)
     labels_ms = event_ms(lambda: gpu.dbscan_labels(tree.chain, tree.gap, tree.core_sq, tree.neighbour_ids, tree.neighbour_sq, eps2), 20)
     labels = gpu.dbscan_labels(tree.chain, tree.gap, tree.core_sq, tree.neighbour_ids, tree.neighbour_sq, eps2)
     row = {

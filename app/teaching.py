@@ -21,6 +21,7 @@ import numpy as np
 import param
 
 from dpstudio.engine.cpu import density_order
+from dpstudio.engine.vptree import float32_square
 
 from .pointing import nearest_point
 
@@ -47,7 +48,7 @@ def within(points: np.ndarray, i: int, radius: float, closed: bool = False) -> n
     for k in range(points.shape[1]):
         difference = points[:, k] - points[i, k]
         distance2 += difference * difference
-    reach2 = np.float32(np.float64(radius) ** 2)
+    reach2 = float32_square(radius)
     mask = distance2 <= reach2 if closed else distance2 < reach2
     mask[i] = False
     return mask

@@ -15,6 +15,7 @@ import pandas as pd
 from . import hierarchy
 from .estimator import IndexedEstimator
 from .indexed import Progress, SpanningTree, check_min_samples
+from .vptree import float32_square
 
 SELECTION_METHODS = ("eom", "leaf")
 
@@ -83,7 +84,7 @@ class DBSCAN(_OnIndex):
         self._require_fit()
         started = time.perf_counter()
         tree, backend = self._tree, self._backend
-        eps2 = np.float32(np.float64(eps) ** 2)
+        eps2 = float32_square(eps)
         self._labels = backend.dbscan_labels(tree.chain, tree.gap, tree.core_sq, tree.neighbour_ids, tree.neighbour_sq, eps2)
         self._core = tree.core_sq <= eps2
         if tree.listed_reach_sq is not None:
@@ -123,7 +124,7 @@ class DBSCAN(_OnIndex):
         and the clusters are their components among the core points (what the teaching view draws)."""
         self._require_fit()
         tree = self._tree
-        within = tree.w2 <= np.float32(np.float64(self.eps_) ** 2)
+        within = tree.w2 <= float32_square(self.eps_)
         return tree.u[within], tree.v[within]
 
     def to_frame(self, rows=None) -> pd.DataFrame:

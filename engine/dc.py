@@ -40,7 +40,8 @@ def check_dc(dc, kernel: str) -> None:
     check_number("dc", dc)
     if not (math.isfinite(dc) and dc > 0):
         raise ValueError(f"dc must be a finite positive number, got {dc}")
-    reach2 = rho_reach(float(dc), kernel) ** 2
+    reach = rho_reach(float(dc), kernel)
+    reach2 = reach * reach  # inf past float64, where ** raises OverflowError
     low, high = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
     if not low <= reach2 < high:
         scale = rho_reach(1.0, kernel)

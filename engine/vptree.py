@@ -55,10 +55,17 @@ def rho_reach(dc: float, kernel: str) -> float:
     return gaussian_reach(dc) if kernel == "gaussian" else dc
 
 
+def float32_square(value: float) -> np.float32:
+    """``value``² in float32, the distance rule's type: squared in float64, then rounded (inf past float32's range,
+    without NumPy's overflow warning: an ε of 1e30 reaches every point, as it should)."""
+    with np.errstate(over="ignore"):
+        return np.float32(np.float64(value) ** 2)
+
+
 def reach_rule(reach: float, n_dims: int) -> tuple[np.float32, float, float]:
     """The distance rule for ``d < reach``: (float32 squared reach that leaf scans compare with, and the reach
     shrunk and grown by the slack, below / at or above which a whole node's bounds decide it)."""
-    reach2 = np.float32(np.float64(reach) ** 2)
+    reach2 = float32_square(reach)
     exact = float(np.sqrt(np.float64(reach2)))
     slack = bound_slack(n_dims)
     return reach2, exact * (1 - slack), exact * (1 + slack)

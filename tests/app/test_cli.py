@@ -124,6 +124,7 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{good}", "--centers", "nan:nan"], "finite numbers"),
         (["{good}", "--dc", "1e400"], "expected a finite number; '1e400' overflows"),
         (["{good}", "--dc", "1e30"], "outside what float32 distances resolve"),
+        (["{good}", "--dc", "1e308"], "outside what float32 distances resolve"),  # its square overflows float64
         (["{huge}"], "their squared distances overflow float32"),
         (["{good}", "--out", "{folder}"], "is a folder"),
         (["{folder}"], "is a folder, not a file"),

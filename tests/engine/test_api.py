@@ -101,7 +101,7 @@ def test_bad_parameters(rng):
         DensityPeaks(kernel="tophat").fit(blobs(rng, 50))
     with pytest.raises(ValueError, match="dc must be a finite positive"):
         DensityPeaks(dc=-1.0, backend="cpu").fit(blobs(rng, 50))
-    for dc in (1e-20, 1e20, 1e30):  # its float32 square would be 0 (every rho -1) or inf
+    for dc in (1e-20, 1e20, 1e30, 1e308):  # its float32 square would be 0 (every rho -1) or inf (1e308: float64 too)
         with pytest.raises(ValueError, match="outside what float32 distances resolve"):
             DensityPeaks(dc=dc, backend="cpu").fit(blobs(rng, 50))
     with pytest.raises(ValueError, match="outside what float32 distances resolve"):

@@ -285,6 +285,15 @@ def test_bad_parameters_say_what_is_wrong(make, message, rng):
         make().set_params(backend="cpu").fit(blobs(rng, 40))
 
 
+@pytest.mark.parametrize("eps", [1e30, 1e308])
+def test_an_eps_past_float32_reaches_every_point_without_a_warning(eps, rng):
+    """Its square is inf in float32 (past float64 too at 1e308): every point is a core point of one cluster."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = DBSCAN(eps=eps, min_samples=5, backend="cpu").fit(blobs(rng, 40))
+    assert set(model.labels_) == {0} and len(model.core_sample_indices_) == 40
+
+
 def test_unfitted_estimators_say_so():
     with pytest.raises(RuntimeError, match="not fitted yet"):
         DBSCAN().labels_
