@@ -573,11 +573,12 @@ class StudioPage:
         if not on:
             self.stream_play.value = False
         self.stream_note.object = (f"**{streaming.streamed:,}** points in, **{streaming.remaining:,}** to come" if on else "")
-        self.stream_section.show(on)
-        if on:
+        if on:  # before the section is first shown: its table is made with its rows (rows sent while BokehJS was
+            # still building the table's view raised "Cannot read properties of null" in the page)
             _show_rows(self.stream_log, pd.DataFrame(
                 [{"batch": row.number, "points in": row.added, "points": row.n_points, "clusters": row.clusters,
                   "ms": round(row.milliseconds, 1), "what changed": row.changes} for row in reversed(streaming.log)]))  # fmt: skip
+        self.stream_section.show(on)
 
     def _explain_at(self, where: tuple[float | None, float | None]) -> None:
         (x, y), ranges = where, self.plots.view_ranges
@@ -759,13 +760,13 @@ class StudioPage:
         self.truth_note.object = ("No ground truth for this data set (the samples have one)." if truth_ari is None else
                                   f"ARI of the {studio.active.title} clustering with the ground truth: **{truth_ari:.3f}**")  # fmt: skip
         comparison = studio.comparison()
-        self.comparison.show(comparison is not None)
-        if comparison is not None:
+        if comparison is not None:  # before the strip is first shown, as the stream's log
             ari, table = comparison
             self.comparison_note.object = (f"**Now:** {studio.active.describe()}  \n**Pinned:** {studio.pinned.name}  \n"
                                            f"**ARI: {ari:.3f}** (1: the same partition; about 0: unrelated). Points per "
                                            "pair of clusters, the largest of each:")  # fmt: skip
             _show_rows(self.contingency, table)
+        self.comparison.show(comparison is not None)
 
     def _show_sweep(self, *events) -> None:
         frame = self.session.sweep_frame()

@@ -27,6 +27,10 @@ ARROWS = {"forest": ("#555555", 1.0, 0.5), "faint": ("#999999", 0.8, 0.4), "bold
           "chain": (CHAIN_COLOUR, 2.5, 1.0), "edges": ("#333333", 1.2, 0.8)}  # fmt: skip
 # markers: (marker, size, line width, fill opacity); their colour is per point
 MARKERS = {"step": ("circle", 6, 0.5, 1.0), "center": ("x", MARKER_SIZE, 3.0, 1.0), "counted": ("circle", 7, 1.0, 0.0)}
+# two rows each layer draws nowhere, whose styles differ (see _with_unseen_rows)
+UNSEEN_ARROWS = {"colour": ("#ffffff00", "#00000000"), "width": (0.0, 1.0), "alpha": (0.0, 0.5)}
+UNSEEN_MARKERS = {"colour": ("#ffffff00", "#00000000"), "marker": ("circle", "x"), "size": (0.0, 1.0), "width": (0.0, 1.0),
+                  "fill": (0.0, 0.5)}  # fmt: skip
 
 
 class TeachingPlots:
@@ -94,7 +98,8 @@ class TeachingPlots:
                 columns[name].append(np.full(segments[0].size, value, object if name == "colour" else float))
         frame = pd.DataFrame({name: np.concatenate(parts) if parts else np.empty(0, object if name == "colour" else float)
                               for name, parts in columns.items()})  # fmt: skip
-        return hv.Segments(frame, [*names, "x_end", "y_end"], ["colour", "width", "alpha"], group="Teaching")
+        return hv.Segments(_with_unseen_rows(frame, UNSEEN_ARROWS), [*names, "x_end", "y_end"], ["colour", "width", "alpha"],
+                           group="Teaching")  # fmt: skip
 
     def _markers(self) -> hv.Points:
         facts, picture = self._state()
@@ -117,7 +122,8 @@ class TeachingPlots:
                                      for kind, points, _ in groups] or [np.empty(0, object if k == 0 else float)])
                for k, name in enumerate(("marker", "size", "width", "fill"))},
         })  # fmt: skip
-        return hv.Points(frame, list(names), ["colour", "marker", "size", "width", "fill"], group="Teaching")
+        return hv.Points(_with_unseen_rows(frame, UNSEEN_MARKERS), list(names), ["colour", "marker", "size", "width", "fill"],
+                         group="Teaching")  # fmt: skip
 
     def _circle(self) -> hv.Overlay:
         """DBSCAN's core points' ε circles under the explained point's dc (or ε) circle, where the 2-D view shows the
@@ -171,3 +177,13 @@ def _step_colours(picture: dict) -> np.ndarray:
     if picture["stage"] == "halo":
         colours[labels < 0] = HALO_GREY
     return colours
+
+
+def _with_unseen_rows(frame: pd.DataFrame, styles: dict[str, tuple]) -> pd.DataFrame:
+    """``frame`` and two rows drawn nowhere (NaN coordinates, transparent) whose ``styles`` differ. HoloViews sends
+    a styled column that holds one value as that value: as the rows changed (one explained point's rings, then a
+    step's colours), a layer's glyph switched between a constant and a column of its data, in an update BokehJS
+    drew before the data's own (a console warning at each draw: 146 for one explaining click)."""
+    unseen = {name: [np.nan, np.nan] for name in frame.columns if name not in styles}
+    return pd.concat([frame, pd.DataFrame({**unseen, **{name: list(values) for name, values in styles.items()}})],
+                     ignore_index=True)  # fmt: skip
