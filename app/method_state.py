@@ -46,6 +46,10 @@ class MethodState(param.Parameterized):
         """Cluster label per point, -1 for noise (or halo)."""
         return self.model.labels_
 
+    def label_of(self, i: int) -> int:
+        """Point i's entry of ``labels``, without making all of them."""
+        return int(self.model.labels_[i])
+
     def describe(self) -> str:
         """The method and its parameters, in a few words (names a pinned clustering)."""
         raise NotImplementedError

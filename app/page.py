@@ -232,7 +232,7 @@ class StudioPage:
         session, studio = self.session, self.studio
         self.sample.param.watch(self._sample_chosen, "value")
         # widgets that _show_method sets to the state's value: only a user's choice starts an action
-        self.method.param.watch(lambda e: e.new != studio.method and self._start(f"Switching to {e.new.upper()}", studio.set_method, e.new), "value")
+        self.method.param.watch(lambda e: e.new != studio.method and self._method_chosen(e.new), "value")
         self.colour_by.param.watch(lambda e: e.new != studio.colour_by and self._start("Recolouring", studio.set_colour_by, e.new), "value")
         self.pin.on_click(lambda e: self._start("Pinning", studio.pin))
         self.unpin.on_click(lambda e: self._start("Unpinning", studio.unpin))
@@ -478,6 +478,13 @@ class StudioPage:
         """Put the widgets back to the values in use (a value typed or chosen was refused, or its action dropped)."""
         self._show_parameters()
         self._show_method()
+        self._show_teaching()
+
+    def _method_chosen(self, method: str) -> None:
+        # DPC's step-through goes at the click: the worker's own hiding of it reaches the browser after the other
+        # method's plots are drawn (seconds, the first time)
+        self.player.visible = self.step_note.visible = False
+        self._start(f"Switching to {method.upper()}", self.studio.set_method, method)
 
     def open_query(self, params: dict[str, list[str]]) -> None:
         """The page's URL parameters (``reproduce.query_document``): a sample and its parameters shown once loaded; a

@@ -278,6 +278,10 @@ class ClusteringSession(MethodState):
         model = self._require_data()
         return np.where(model.halo_, -1, model.labels_) if self.show_halo else model.labels_
 
+    def label_of(self, i: int) -> int:
+        model = self._require_data()
+        return -1 if self.show_halo and model.halo_[i] else int(model.labels_[i])
+
     def decision_frame(self) -> pd.DataFrame:
         model = self._require_data()
         return pd.DataFrame({"rho": model.rho_, "delta": model.delta_})

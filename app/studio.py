@@ -188,7 +188,7 @@ class Studio(param.Parameterized):
     def point_facts(self, i: int) -> dict:
         """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""
         rows = self.dataset.points.rows
-        facts = {"row": int(rows[i]), "label": int(self.labels()[i])}
+        facts = {"row": int(rows[i]), "label": self.label_of(i)}
         if self.dpc_shows_dataset:
             model = self.dpc.model
             parent = int(model.parent_[i])
@@ -212,6 +212,10 @@ class Studio(param.Parameterized):
     def labels(self) -> np.ndarray:
         """What the 2-D view colours the points by."""
         return self.dataset.truth if self.colour_by == "truth" else self.active.labels()
+
+    def label_of(self, i: int) -> int:
+        """Point i's entry of ``labels`` (the pointed point's facts at every relabel: not all N of them)."""
+        return int(self.dataset.truth[i]) if self.colour_by == "truth" else self.active.label_of(i)
 
     def large_points(self) -> np.ndarray | None:
         """Points drawn larger: DBSCAN's core points while its toggle is on."""

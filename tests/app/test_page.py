@@ -306,3 +306,19 @@ def test_a_worker_that_first_shows_a_methods_plots_waits_for_the_loop_to_make_th
     worker.join(30)
     assert not worker.is_alive() and column.objects and column.visible
     page.close()
+
+
+def test_dpcs_step_through_goes_at_the_click_on_another_method(cache, monkeypatch):
+    """Hidden by the switch itself, the step's words stayed on screen under DBSCAN until its first plots were drawn
+    (about 3 s); a switch that is refused brings them back."""
+    started = []
+    monkeypatch.setattr(StudioPage, "_start", lambda self, label, *args, **kwargs: started.append(label))
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    page.teaching.go_to_step(0)
+    assert page.step_note.visible and page.player.visible
+    page.method.value = "dbscan"
+    assert started == ["Switching to DBSCAN"] and not page.step_note.visible and not page.player.visible
+    page._show_values_in_use()  # the switch refused: DPC is still shown
+    assert page.step_note.visible and page.player.visible
+    page.close()

@@ -311,3 +311,23 @@ def test_min_samples_set_is_kept_across_a_data_set_of_fewer_points(studio, cache
         wrong(0)
     studio.load(cache.sample("moons"))
     assert state.min_samples == 7  # a refused value is not kept
+
+
+def test_one_points_label_is_its_entry_of_the_labels_whatever_is_shown(studio, rng):
+    """The pointed point's label, read at every relabel without making all N labels, is what the view colours."""
+    points = rng.integers(0, studio.dataset.n_points, 40)
+
+    def agree():
+        labels = studio.labels()
+        assert [studio.label_of(int(i)) for i in points] == labels[points].tolist()
+
+    studio.dpc.pick_count(8)  # clusters that touch: a halo
+    studio.dpc.set_halo(True)
+    assert (studio.labels() == -1).any()  # the halo points, shown as -1
+    agree()
+    studio.set_colour_by("truth")
+    agree()
+    studio.set_colour_by("clusters")
+    for method in ("dbscan", "hdbscan"):
+        studio.set_method(method)
+        agree()
