@@ -10,7 +10,7 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-from ..vptree import gaussian_reach
+from ..vptree import float32_square, rho_reach
 
 _THREADS = 256
 _TILE = 128
@@ -44,11 +44,10 @@ def _coords(points: cp.ndarray) -> cp.ndarray:
 def rho(points: cp.ndarray, dc: float, kernel: str = "cutoff") -> cp.ndarray:
     """rho of every point by comparing it with all N points (same truncation and rule as the engine)."""
     n, d = points.shape
-    reach = gaussian_reach(dc) if kernel == "gaussian" else dc
     out = cp.empty(n, cp.float64)
     _kernel("brute_rho<{}, " + ("true>" if kernel == "gaussian" else "false>"), d)(
         ((n + _THREADS - 1) // _THREADS,), (_THREADS,),
-        (_coords(points), np.int64(n), np.int32(d), np.float32(np.float64(reach) ** 2), np.float64(1.0 / np.float64(dc) ** 2), out),
+        (_coords(points), np.int64(n), np.int32(d), float32_square(rho_reach(dc, kernel)), np.float64(1.0 / np.float64(dc) ** 2), out),
         shared_mem=_TILE * d * 4,
     )  # fmt: skip
     return out
@@ -78,7 +77,7 @@ def dbscan(points: cp.ndarray, eps: float, min_samples: int) -> cp.ndarray:
     (clusters by their smallest core point, a border point in the smallest cluster it touches)."""
     n, d = points.shape
     coords, shared = _coords(points), _TILE * d * 4
-    eps2 = np.float32(np.float64(eps) ** 2)
+    eps2 = float32_square(eps)
     args = (coords, np.int64(n), np.int32(d), eps2)
     counts = cp.empty(n, cp.int32)
     _kernel("brute_eps_counts<{}>", d)(*_grid(n), (*args, counts), shared_mem=shared)
