@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ log = logging.getLogger("dpstudio")
 YOUR_FILE = "{} (your file)"  # the data-set choice for the last uploaded or served file
 UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
+LOOP_WAIT_S = 60.0  # the longest a worker waits for the event loop to make views (it takes well under a second)
 TEACH_TAB = 1  # the DPC panel's tab that teaches (its layers join the plots when it is opened)
 BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker ones show their result instead
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
@@ -483,6 +485,7 @@ class StudioPage:
     def _method_chosen(self, method: str) -> None:
         # DPC's step-through goes at the click: the worker's own hiding of it reaches the browser after the other
         # method's plots are drawn (seconds, the first time)
+        self.player.pause()  # a step played meanwhile would show it again
         self.player.visible = self.step_note.visible = False
         self._start(f"Switching to {method.upper()}", self.studio.set_method, method)
 
@@ -851,7 +854,7 @@ class Deferred:
         # while the loop renders the page corrupts their Bokeh models
         pn.state.execute(partial(self._show, make, visible, made))
         if make is not None and threading.get_ident() != self._page_thread:
-            _wait_for_the_loop(made)
+            _wait_for_the_loop(made, pn.state.curdoc.session_context if pn.state.curdoc is not None else None)
 
     def _show(self, make: Callable[[], list[pn.viewable.Viewable]] | None, visible: bool, made: threading.Event) -> None:
         try:
@@ -862,15 +865,18 @@ class Deferred:
             made.set()
 
 
-def _wait_for_the_loop(done: threading.Event) -> None:
-    """Wait in a worker thread until the event loop has made the views it was asked to. The worker's next change
-    of state would redraw a plot still being made; HoloViews redraws a plot that has no document yet in the
-    thread that changed the state, beside the loop making it (a URL's method opened with a failed plot, and
-    Panel's "unlocked decorator" error in the log). A session that has ended runs no more callbacks: its worker
-    goes on."""
-    context = pn.state.curdoc.session_context if pn.state.curdoc is not None else None
+def _wait_for_the_loop(done: threading.Event, context, timeout: float = LOOP_WAIT_S) -> None:
+    """Wait in a worker thread until the event loop has made the views it was asked to (``done``). The worker's
+    next change of state would redraw a plot still being made; HoloViews redraws a plot that has no document yet
+    in the thread that changed the state, beside the loop making it (Panel's "unlocked decorator" error in the
+    log, and once a page that failed to build). A session that has ended (``context``, Bokeh's session context)
+    runs no more callbacks: its worker goes on, as it does, with a warning, after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
     while not done.wait(0.25):
         if context is None or context.destroyed:
+            return
+        if time.monotonic() > deadline:
+            log.warning("the event loop did not make a view within %g s; going on without waiting", timeout)
             return
 
 

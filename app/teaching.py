@@ -237,7 +237,7 @@ class Teaching(param.Parameterized):
         rows, counted = self.studio.dataset.points.rows, facts["counted"]
         near = int(counted.sum()) + 1  # the point itself counts (scikit-learn's min_samples)
         within_eps = f"{near:,} points within ε = {facts['radius']:.4g}, itself counted (ringed)"
-        label = int(state.labels()[i])
+        label = state.label_of(i)
         if state.core()[i]:
             kind = f"a core point of cluster {label}: {within_eps}, at least min_samples = {state.min_samples}"
         elif label >= 0:

@@ -185,5 +185,5 @@ def _with_unseen_rows(frame: pd.DataFrame, styles: dict[str, tuple]) -> pd.DataF
     step's colours), a layer's glyph switched between a constant and a column of its data, in an update BokehJS
     drew before the data's own (a console warning at each draw: 146 for one explaining click)."""
     unseen = {name: [np.nan, np.nan] for name in frame.columns if name not in styles}
-    return pd.concat([frame, pd.DataFrame({**unseen, **{name: list(values) for name, values in styles.items()}})],
-                     ignore_index=True)  # fmt: skip
+    unseen_rows = pd.DataFrame({**unseen, **{name: list(values) for name, values in styles.items()}}).astype(frame.dtypes)
+    return pd.concat([frame, unseen_rows], ignore_index=True)

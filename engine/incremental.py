@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import centers as center_rules
-from .vptree import rho_reach
+from .vptree import float32_square, rho_reach
 
 if TYPE_CHECKING:
     from .indexed import Fields
@@ -90,7 +90,7 @@ def inserted(backend, tree, fields: Fields, n_old: int, position) -> Fields:
     bits = xp.where(is_moved[tree.ids], band_bits(rank_old_tree, n_old, xp), 0)
     _improve(backend, tree, tree.ids[marked], marked, rank_old_tree, rank_tree, bits, xp.full(marked.shape[0], n_old), n_old, delta, parent)
     _search_freely(backend, tree, rank_tree, position, free[free != densest], delta, parent)
-    far2 = np.float32(float(fields.delta[old_densest]) ** 2) if densest == old_densest else 0.0
+    far2 = float32_square(float(fields.delta[old_densest])) if densest == old_densest else 0.0
     _set_densest(backend, tree, position, densest, delta, parent, new if densest == old_densest else None, far2)
     gamma = center_rules.ranking_gamma(rho, delta, densest, xp)
     return Fields(fields.kernel, fields.dc, rho, delta, parent, order, gamma, order_rho)

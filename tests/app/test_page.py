@@ -293,19 +293,47 @@ def test_a_worker_that_first_shows_a_methods_plots_waits_for_the_loop_to_make_th
     column = page.method_plots["hdbscan"].column
     worker = threading.Thread(target=page.studio.set_method, args=("hdbscan",))
     # no session here that could end: wait as long as the test allows
-    monkeypatch.setattr(page_module, "_wait_for_the_loop", lambda done: done.wait(30), raising=False)
+    monkeypatch.setattr(page_module, "_wait_for_the_loop", lambda done, context: done.wait(30))
     worker.start()
     deadline = time.monotonic() + 30
     while not loop_queue and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.3)
     assert worker.is_alive() and not column.objects  # waiting for the loop
-    while loop_queue:
-        loop_queue.pop(0)()
-        time.sleep(0.05)
-    worker.join(30)
+    while worker.is_alive() and time.monotonic() < deadline:  # the loop runs what the worker queues (controls, plots)
+        if loop_queue:
+            loop_queue.pop(0)()
+        else:
+            time.sleep(0.01)
     assert not worker.is_alive() and column.objects and column.visible
     page.close()
+
+
+class EndingSession:
+    """Bokeh's session context as far as the wait reads it: ended after ``seconds``."""
+
+    def __init__(self, seconds: float):
+        self.ends = time.monotonic() + seconds
+
+    @property
+    def destroyed(self) -> bool:
+        return time.monotonic() > self.ends
+
+
+def test_a_worker_stops_waiting_for_the_loop_when_its_session_ends_or_after_a_while(caplog):
+    """An ended session runs no more callbacks, and a lost callback would hold a worker (and its session's
+    actions) for good: the worker goes on."""
+    started = time.monotonic()
+    page_module._wait_for_the_loop(threading.Event(), EndingSession(0.5))
+    assert time.monotonic() - started < 5
+    started = time.monotonic()
+    page_module._wait_for_the_loop(threading.Event(), EndingSession(60), timeout=0.5)
+    assert time.monotonic() - started < 5 and "did not make a view within 0.5 s" in caplog.text
+    done = threading.Event()
+    threading.Timer(0.3, done.set).start()
+    started = time.monotonic()
+    page_module._wait_for_the_loop(done, EndingSession(60))  # made: no later than the loop made it
+    assert time.monotonic() - started < 5
 
 
 def test_dpcs_step_through_goes_at_the_click_on_another_method(cache, monkeypatch):

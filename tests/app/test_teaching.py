@@ -277,3 +277,26 @@ def test_the_eps_circles_of_the_core_points(teaching):
     studio.set_method("dpc")  # DPC has no core points
     assert teaching.core_circles()[0].size == 0
     plots.close()
+
+
+def test_every_styled_column_of_the_layers_holds_two_values_at_least(teaching):
+    """HoloViews sends a styled column of one value as a constant: the glyph would switch between a constant and a
+    column as the rows change (BokehJS then warned of a missing column at each draw). Nothing shown, one explained
+    point, and the step-through's steps."""
+    studio, plots = teaching.studio, TeachingPlots(teaching)
+
+    def assert_columns():
+        for layer in (plots._markers(), plots._arrows()):
+            frame = layer.dframe()
+            for name in (dimension.name for dimension in layer.vdims):
+                assert frame[name].nunique() >= 2, (type(layer).__name__, name)
+
+    assert_columns()
+    teaching.explain(5)
+    assert_columns()
+    teaching.explain(None)
+    studio.dpc.pick_count(5)
+    for step in range(len(teaching.steps())):
+        teaching.go_to_step(step)
+        assert_columns()
+    plots.close()

@@ -77,6 +77,7 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
     assert_redrawn(page, view, before, "the core points' circles were not drawn")
     choose_method(page, "DPC")  # back: DPC's words for the same point
     expect(explained(page)).to_be_visible(timeout=TIMEOUT_MS)
+    assert warnings == [], warnings[:3]  # nor DBSCAN's edges and circles
 
 
 def test_the_forest_and_the_step_through(page: Page, server):
