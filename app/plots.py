@@ -73,8 +73,9 @@ def detach_streams(streams: list[hv.streams.Stream]) -> None:
     """Let go of a closed session's streams. Each stops watching its state and drops its subscribers (the plots'
     redraws): an action still running for the session would otherwise redraw them, and HoloViews redraws a plot
     whose document is gone in the action's worker thread, beside the event loop building another session's page
-    (once, that page failed to build). And each lets go of its source: HoloViews keeps every stream in a registry keyed weakly by its plot, but the
-    stream refers back to the plot, so the plot, the session and its page would outlive the browser session."""
+    (once, that page failed to build). And each lets go of its source: HoloViews keeps every stream in a registry
+    keyed weakly by its plot, but the stream refers back to the plot, so the plot, the session and its page would
+    outlive the browser session."""
     for stream in streams:
         if isinstance(stream, hv.streams.Params):
             stream.unwatch()
