@@ -13,6 +13,7 @@ import panel as pn
 from bokeh.document import Document
 from holoviews.plotting.bokeh import BokehRenderer
 from tornado.ioloop import IOLoop
+from tornado.websocket import WebSocketClosedError
 
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
@@ -96,6 +97,26 @@ def websocket_origins(address: str, port: int, extra: list[str]) -> list[str]:
     return [f"{host}:{port}" for host in sorted(hosts) if ":" not in host] + list(extra)
 
 
+def browsers_leaving_logged_quietly(loop) -> None:
+    """A message that failed because its browser had left is logged in one line, not as asyncio's traceback.
+
+    Panel 1.9.4 cancels a session's pending writes when the session ends, but a write that has already failed
+    cannot be cancelled, and its error is never retrieved: asyncio then logged "Task exception was never retrieved"
+    with two tracebacks of ``WebSocketClosedError`` each time a browser left while an update was on its way to it.
+    Every other error still goes to the loop's handler as before."""
+    previous = loop.get_exception_handler()
+
+    def handle(loop, context: dict) -> None:
+        if isinstance(context.get("exception"), WebSocketClosedError):
+            log.info("an update was not sent: its browser had left")
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
+
+
 def free_port(address: str) -> int:
     """A port free on ``address`` now, so that the origins and the printed URL name the port served (--port 0)."""
     with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
@@ -139,6 +160,7 @@ def serve(
         allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
     start_shading_threads()  # in each process, at the main thread's priority
+    browsers_leaving_logged_quietly(server.io_loop.asyncio_loop)  # each process's own loop
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
     server.start()
     server.io_loop.start()

@@ -1,17 +1,21 @@
 """``dpstudio serve``'s setup without a browser: the websocket origins it allows, and its documents (changes from
 worker threads, walks of the models)."""
 
+import asyncio
+import gc
+import logging
 import socket
 import threading
 
 import pytest
+from tornado.websocket import WebSocketClosedError
 from bokeh.document import Document
 from bokeh.document.events import SessionCallbackAdded
 from bokeh.document.models import DocumentModelManager
 from bokeh.models import Column, Div
 
 from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
-from dpstudio.app.serve import free_port, websocket_origins
+from dpstudio.app.serve import browsers_leaving_logged_quietly, free_port, websocket_origins
 
 
 def test_origins_name_the_bound_address_and_port():
@@ -119,3 +123,28 @@ def test_the_models_are_walked_only_when_the_page_may_hold_others(monkeypatch):
     with doc.models.freeze():
         kept.text = "again"
     assert len(walks) == 4
+
+
+@pytest.mark.parametrize("error", [WebSocketClosedError(), ValueError("a real error")])
+def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_traceback(error, caplog):
+    async def failing():
+        raise error
+
+    async def leave_a_failed_task_unretrieved():
+        task = asyncio.ensure_future(failing())  # as Panel leaves a failed write when its session ends
+        await asyncio.sleep(0)
+        del task
+        gc.collect()  # asyncio reports an unretrieved error when the task is freed
+
+    loop = asyncio.new_event_loop()
+    try:
+        browsers_leaving_logged_quietly(loop)
+        with caplog.at_level(logging.INFO):
+            loop.run_until_complete(leave_a_failed_task_unretrieved())
+    finally:
+        loop.close()
+    records = [(r.name, r.levelname, r.getMessage().splitlines()[0], r.exc_info is not None) for r in caplog.records]
+    if isinstance(error, WebSocketClosedError):
+        assert records == [("dpstudio", "INFO", "an update was not sent: its browser had left", False)]
+    else:
+        assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
