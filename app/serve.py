@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import gc
 import logging
 import socket
@@ -117,6 +118,16 @@ def browsers_leaving_logged_quietly(loop) -> None:
     loop.set_exception_handler(handle)
 
 
+def busy_cleanup_outside_sessions(loop) -> None:
+    """Start Panel's timer that clears its stale busy events (a task for the server's life) now, on ``loop``, in an
+    empty context. Panel starts it at a session's first event, and its task then keeps that session's context, with
+    the session's document and so its page, for as long as the server runs (one page found alive after every
+    session had ended). Panel's own method, private: if a later Panel drops it, there is nothing to start."""
+    start = getattr(pn.state, "_schedule_busy_cleanup", None)
+    if start is not None:
+        loop.call_soon(start, context=contextvars.Context())
+
+
 def free_port(address: str) -> int:
     """A port free on ``address`` now, so that the origins and the printed URL name the port served (--port 0)."""
     with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
@@ -161,6 +172,7 @@ def serve(
     )  # fmt: skip
     start_shading_threads()  # in each process, at the main thread's priority
     browsers_leaving_logged_quietly(server.io_loop.asyncio_loop)  # each process's own loop
+    busy_cleanup_outside_sessions(server.io_loop.asyncio_loop)
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
     server.start()
     server.io_loop.start()

@@ -6,7 +6,9 @@ import gc
 import logging
 import socket
 import threading
+import weakref
 
+import panel as pn
 import pytest
 from tornado.websocket import WebSocketClosedError
 from bokeh.document import Document
@@ -15,7 +17,7 @@ from bokeh.document.models import DocumentModelManager
 from bokeh.models import Column, Div
 
 from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
-from dpstudio.app.serve import browsers_leaving_logged_quietly, free_port, websocket_origins
+from dpstudio.app.serve import browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port, websocket_origins
 
 
 def test_origins_name_the_bound_address_and_port():
@@ -148,3 +150,31 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         assert records == [("dpstudio", "INFO", "an update was not sent: its browser had left", False)]
     else:
         assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
+
+
+@pytest.mark.parametrize("started_before_sessions", [True, False])
+def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, monkeypatch):
+    """Panel starts a server-wide timer at a session's first busy event; started first, outside any session, its
+    task holds no session's document (else that page stays alive as long as the server)."""
+    monkeypatch.setattr(type(pn.state), "_busy_cleanup_scheduled", None)  # as in a new server process
+    loop = asyncio.new_event_loop()
+    document = Document()
+
+    async def a_sessions_first_event(document):
+        pn.state.curdoc = document  # as Panel sets it for the session's callbacks
+        pn.state._add_busy_event("an event")
+        pn.state._remove_busy_event("an event")
+
+    try:
+        if started_before_sessions:
+            busy_cleanup_outside_sessions(loop)
+        loop.run_until_complete(asyncio.sleep(0.05))
+        loop.run_until_complete(a_sessions_first_event(document))  # a task: its own copy of the context, as a session's
+        alive = weakref.ref(document)
+        del document
+        gc.collect()
+        assert (alive() is None) == started_before_sessions
+    finally:
+        pn.state._busy_cleanup_scheduled.stop()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
