@@ -1,6 +1,7 @@
 """A session's Bokeh document, made safe and cheap to update from the page's worker threads: the callbacks they
 add always reach the session, and Bokeh's walk of the page's models is held through a redraw and skipped when
-no update could have changed which models the page holds."""
+no update could have changed which models the page holds; and, in the browser, a lasso started outside a plot's
+frame is ignored without an error."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import weakref
 from collections.abc import Iterator
 
 from bokeh.document import Document
+from bokeh.models import CustomJS
 from bokeh.document.callbacks import invoke_with_curdoc
 from bokeh.document.events import SessionCallbackAdded, SessionCallbackRemoved
 
@@ -36,6 +38,26 @@ def callbacks_from_threads_never_held(doc: Document) -> None:
             invoke_with_curdoc(doc, lambda: [receive(event) for receive in callbacks.change_callbacks()])
 
     callbacks.trigger_on_change = trigger_unless_held_elsewhere
+
+
+# BokehJS (3.9) ignores a lasso started outside the plot's frame (on the title or an axis), and then asserts at every
+# move and at the release that one was started: a page error per mouse move (bokeh/bokeh#11054 is the box select's).
+# Patched only where the drag's method reads the flag this relies on, so another BokehJS keeps its own behaviour.
+LASSO_STARTED_OUTSIDE_THE_FRAME_IGNORED = """
+const view = Bokeh.Models.get("LassoSelectTool")?.prototype.default_view
+if (view != null && !view.prototype._dpstudio_patched && view.prototype._pan.toString().includes("_is_selecting")) {
+  for (const name of ["_pan", "_pan_end"]) {
+    const drag = view.prototype[name]
+    view.prototype[name] = function (ev) { if (this._is_selecting) drag.call(this, ev) }
+  }
+  view.prototype._dpstudio_patched = true
+}
+"""
+
+
+def lasso_started_outside_the_frame_ignored(doc: Document) -> None:
+    """A lasso dragged from outside a plot's frame does nothing, without BokehJS's assertion errors."""
+    doc.js_on_event("document_ready", CustomJS(code=LASSO_STARTED_OUTSIDE_THE_FRAME_IGNORED))
 
 
 def walks_only_when_changed(doc: Document) -> None:
