@@ -11,9 +11,9 @@ import weakref
 from collections.abc import Iterator
 
 from bokeh.document import Document
-from bokeh.models import CustomJS
 from bokeh.document.callbacks import invoke_with_curdoc
 from bokeh.document.events import SessionCallbackAdded, SessionCallbackRemoved
+from bokeh.models import CustomJS
 
 
 def callbacks_from_threads_never_held(doc: Document) -> None:

@@ -120,10 +120,11 @@ def browsers_leaving_logged_quietly(loop) -> None:
 
 
 def busy_cleanup_outside_sessions(loop) -> None:
-    """Start Panel's timer that clears its stale busy events (a task for the server's life) now, on ``loop``, in an
-    empty context. Panel starts it at a session's first event, and its task then keeps that session's context, with
-    the session's document and so its page, for as long as the server runs (one page found alive after every
-    session had ended). Panel's own method, private: if a later Panel drops it, there is nothing to start."""
+    """Start Panel's timer that clears its stale busy events (a task for the server's life) once ``loop`` runs,
+    before any session, in an empty context (call before the loop starts). Panel starts it at a session's first
+    event, and its task then keeps that session's context, with the session's document and so its page, for as
+    long as the server runs (one page found alive after every session had ended). Panel's own method, private:
+    if a later Panel drops it, there is nothing to start."""
     start = getattr(pn.state, "_schedule_busy_cleanup", None)
     if start is not None:
         loop.call_soon(start, context=contextvars.Context())

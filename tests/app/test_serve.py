@@ -2,6 +2,7 @@
 worker threads, walks of the models)."""
 
 import asyncio
+import contextvars
 import gc
 import logging
 import socket
@@ -10,11 +11,11 @@ import weakref
 
 import panel as pn
 import pytest
-from tornado.websocket import WebSocketClosedError
 from bokeh.document import Document
 from bokeh.document.events import SessionCallbackAdded
 from bokeh.document.models import DocumentModelManager
 from bokeh.models import Column, Div
+from tornado.websocket import WebSocketClosedError
 
 from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
 from dpstudio.app.serve import browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port, websocket_origins
@@ -139,6 +140,7 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         gc.collect()  # asyncio reports an unretrieved error when the task is freed
 
     loop = asyncio.new_event_loop()
+    gc.collect()  # earlier tests' garbage (another loop's failed task) is not this test's to log
     try:
         browsers_leaving_logged_quietly(loop)
         with caplog.at_level(logging.INFO):
@@ -152,29 +154,42 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
 
 
+def as_a_session(document: Document, call, *args):
+    """``call(*args)`` with ``document`` as Panel's current document, in a copy of the context, as in a session."""
+
+    def call_with_curdoc():
+        pn.state.curdoc = document
+        return call(*args)
+
+    return contextvars.copy_context().run(call_with_curdoc)
+
+
 @pytest.mark.parametrize("started_before_sessions", [True, False])
 def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, monkeypatch):
-    """Panel starts a server-wide timer at a session's first busy event; started first, outside any session, its
-    task holds no session's document (else that page stays alive as long as the server)."""
+    """Panel starts a server-wide timer at a session's first busy event; started first, in an empty context, its
+    task holds no session's document (else that page stays alive as long as the server). The second case is
+    Panel's own behaviour, which the first works around: if a Panel release fixes it, that case fails, and the
+    workaround can go."""
     monkeypatch.setattr(type(pn.state), "_busy_cleanup_scheduled", None)  # as in a new server process
     loop = asyncio.new_event_loop()
     document = Document()
 
-    async def a_sessions_first_event(document):
-        pn.state.curdoc = document  # as Panel sets it for the session's callbacks
+    async def a_sessions_first_event():
         pn.state._add_busy_event("an event")
         pn.state._remove_busy_event("an event")
 
     try:
-        if started_before_sessions:
-            busy_cleanup_outside_sessions(loop)
+        if started_before_sessions:  # even from a session's context, the timer's task gets an empty one
+            as_a_session(document, busy_cleanup_outside_sessions, loop)
         loop.run_until_complete(asyncio.sleep(0.05))
-        loop.run_until_complete(a_sessions_first_event(document))  # a task: its own copy of the context, as a session's
+        loop.run_until_complete(as_a_session(document, loop.create_task, a_sessions_first_event()))
         alive = weakref.ref(document)
         del document
         gc.collect()
         assert (alive() is None) == started_before_sessions
     finally:
-        pn.state._busy_cleanup_scheduled.stop()
+        timer = type(pn.state)._busy_cleanup_scheduled
+        if timer is not None:
+            timer.stop()
         loop.run_until_complete(asyncio.sleep(0))
         loop.close()
