@@ -139,19 +139,40 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         del task
         gc.collect()  # asyncio reports an unretrieved error when the task is freed
 
-    loop = asyncio.new_event_loop()
+    def on_its_own_loop():
+        loop = asyncio.new_event_loop()
+        try:
+            browsers_leaving_logged_quietly(loop)
+            with caplog.at_level(logging.INFO):
+                loop.run_until_complete(leave_a_failed_task_unretrieved())
+        finally:
+            loop.close()
+
     gc.collect()  # earlier tests' garbage (another loop's failed task) is not this test's to log
-    try:
-        browsers_leaving_logged_quietly(loop)
-        with caplog.at_level(logging.INFO):
-            loop.run_until_complete(leave_a_failed_task_unretrieved())
-    finally:
-        loop.close()
+    in_a_thread(on_its_own_loop)
     records = [(r.name, r.levelname, r.getMessage().splitlines()[0], r.exc_info is not None) for r in caplog.records]
     if isinstance(error, WebSocketClosedError):
         assert records == [("dpstudio", "INFO", "an update was not sent: its browser had left", False)]
     else:
         assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
+
+
+def in_a_thread(function, *args) -> None:
+    """``function(*args)`` in a new thread, for its own event loop: Playwright's, which the browser tests start,
+    stays running in this one."""
+    errors = []
+
+    def run():
+        try:
+            function(*args)
+        except BaseException as exc:  # raised again here, in the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
 
 
 def as_a_session(document: Document, call, *args):
@@ -171,25 +192,29 @@ def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, m
     Panel's own behaviour, which the first works around: if a Panel release fixes it, that case fails, and the
     workaround can go."""
     monkeypatch.setattr(type(pn.state), "_busy_cleanup_scheduled", None)  # as in a new server process
-    loop = asyncio.new_event_loop()
-    document = Document()
+    freed = []
 
     async def a_sessions_first_event():
         pn.state._add_busy_event("an event")
         pn.state._remove_busy_event("an event")
 
-    try:
-        if started_before_sessions:  # even from a session's context, the timer's task gets an empty one
-            as_a_session(document, busy_cleanup_outside_sessions, loop)
-        loop.run_until_complete(asyncio.sleep(0.05))
-        loop.run_until_complete(as_a_session(document, loop.create_task, a_sessions_first_event()))
-        alive = weakref.ref(document)
-        del document
-        gc.collect()
-        assert (alive() is None) == started_before_sessions
-    finally:
-        timer = type(pn.state)._busy_cleanup_scheduled
-        if timer is not None:
-            timer.stop()
-        loop.run_until_complete(asyncio.sleep(0))
-        loop.close()
+    def on_its_own_loop():
+        loop, document = asyncio.new_event_loop(), Document()
+        try:
+            if started_before_sessions:  # even from a session's context, the timer's task gets an empty one
+                as_a_session(document, busy_cleanup_outside_sessions, loop)
+            loop.run_until_complete(asyncio.sleep(0.05))
+            loop.run_until_complete(as_a_session(document, loop.create_task, a_sessions_first_event()))
+            alive = weakref.ref(document)
+            del document
+            gc.collect()
+            freed.append(alive() is None)  # while the timer runs
+        finally:
+            timer = type(pn.state)._busy_cleanup_scheduled
+            if timer is not None:
+                timer.stop()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+
+    in_a_thread(on_its_own_loop)
+    assert freed == [started_before_sessions]
