@@ -1,5 +1,5 @@
-"""``dpstudio serve``'s setup without a browser: the websocket origins it allows, and its documents (changes from
-worker threads, walks of the models)."""
+"""``dpstudio serve``'s setup without a browser: the websocket origins it allows, its documents (changes from
+worker threads, walks of the models), and its event loop (a browser that left, Panel's busy timer)."""
 
 import asyncio
 import contextvars
@@ -8,6 +8,7 @@ import logging
 import socket
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
 import pytest
@@ -157,22 +158,11 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
 
 
-def in_a_thread(function, *args) -> None:
-    """``function(*args)`` in a new thread, for its own event loop: Playwright's, which the browser tests start,
-    stays running in this one."""
-    errors = []
-
-    def run():
-        try:
-            function(*args)
-        except BaseException as exc:  # raised again here, in the test
-            errors.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
+def in_a_thread(function, *args):
+    """``function(*args)`` in a thread of its own, for its own event loop (as ``test_page``'s loads): a browser
+    test's Playwright may run an event loop in this one."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(function, *args).result()
 
 
 def as_a_session(document: Document, call, *args):
