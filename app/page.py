@@ -81,6 +81,10 @@ def _behind_the_page() -> None:
 _BUILDS = ThreadPoolExecutor(thread_name_prefix="dpstudio-build", initializer=_behind_the_page)
 
 
+class SessionEnded(Exception):
+    """Raised at a worker's next progress report once its page has closed: nobody waits for that work any more."""
+
+
 @dataclass(frozen=True)
 class PageSettings:
     max_upload_bytes: int = 200 * 2**20
@@ -127,6 +131,7 @@ class StudioPage:
         self.teaching_plots = TeachingPlots(self.teaching)
         self.streaming = Streaming(self.studio)
         self._playing = None  # the periodic callback that plays the stream
+        self.closed = False  # the browser went away (``close``): work for it stops at its next progress report
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -442,6 +447,8 @@ class StudioPage:
         was loaded while the action waited for the one before, it is dropped, and the page says so."""
         activity = activity or self.work
         async with activity.lock:
+            if self.closed:  # queued behind work of a session that has ended since
+                return False
             if asked_on is not None and asked_on is not self.studio.dataset.original:
                 if not keep_alert:
                     self.alert.object = (f"**{label}** was not done: it was asked for on {asked_on.name}, "
@@ -455,7 +462,12 @@ class StudioPage:
             activity.text, activity.fraction = f"**{label}…**", -1.0
             # shown only for work that lasts: on a short one it would only flash, and lay the page out twice
             shown = None if quiet else loop.call_later(BUSY_AFTER, activity.show)
-            report = partial(loop.call_soon_threadsafe, partial(self._show_progress, activity))
+
+            def report(phase: str, fraction: float) -> None:
+                if self.closed:  # e.g. a reload during a large upload: its old page's work would hold the CPU
+                    raise SessionEnded
+                loop.call_soon_threadsafe(self._show_progress, activity, phase, fraction)
+
             try:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
@@ -465,6 +477,9 @@ class StudioPage:
                     run = partial(contextvars.copy_context().run, action, *args, **kwargs)
                     await loop.run_in_executor(None if redraw else _BUILDS, run)
                 return True
+            except SessionEnded:  # nothing of it was cached: every cache keeps only finished results
+                log.info("%s stopped: its browser had left", label)
+                return False
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
                 log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))
                 self.alert.object = f"**{label} failed:** {exc}"
@@ -823,7 +838,9 @@ class StudioPage:
     def close(self) -> None:
         """The browser went away: drop this session's arrays (the shared data set stays in the cache), and let go
         of what keeps the page alive after its session: the plots' streams, and Panel's registry of JS callbacks
-        (weakly keyed, but each callback refers back to its widget, like the dc slider's text box)."""
+        (weakly keyed, but each callback refers back to its widget, like the dc slider's text box). Its work in
+        progress stops at its next progress report, and work queued behind it does not start."""
+        self.closed = True
         if self._playing is not None:
             self._playing.stop()
         self.studio.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import os
 import sys
 import threading
@@ -18,6 +19,7 @@ import param
 import pytest
 
 from dpstudio.app import page as page_module
+from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.page import PageSettings, StudioPage
 from dpstudio.app.reproduce import session_json
 from dpstudio.engine import DensityPeaks
@@ -239,6 +241,39 @@ def test_a_session_file_chosen_again_or_empty_is_read(cache, monkeypatch):
     assert "the file is empty: not a dpstudio session file" in page.alert.object
     page.close()
     loop.close()
+
+
+def test_a_closed_pages_work_stops_at_its_next_report_and_its_queued_work_never_starts(rng, caplog):
+    """A reload during a large upload left the old page's work running (reading, indexing and clustering a file
+    nobody waits for), beside the new page's build on the same cores. Once the page closes, the work stops at its
+    next progress report, every cache is left as before (each keeps only finished results), and what was queued
+    behind it does not start."""
+    pn.extension(notifications=False)
+    cache = DatasetCache(max_datasets=2, backend="cpu")
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    content = b"a,b\n" + b"".join(f"{x:.17g},{y:.17g}\n".encode() for x, y in rng.normal(size=(20_000, 2)))
+    phases, queued_ran = [], []
+
+    def upload_left_while_indexed(progress):
+        def browser_leaves_while_indexing(phase, fraction):
+            phases.append(phase)
+            if phase == "index":
+                page.close()
+            progress(phase, fraction)
+
+        page._load_upload("mine.csv", content, progress=browser_leaves_while_indexing)
+
+    async def upload_then_more():
+        return await asyncio.gather(page.run("Loading", upload_left_while_indexed),
+                                    page.run("Relabelling", lambda: queued_ran.append(True)))
+
+    caplog.set_level(logging.INFO, logger="dpstudio")
+    with ThreadPoolExecutor(1) as thread:  # a browser test's Playwright may run an event loop in this one
+        assert thread.submit(asyncio.run, upload_then_more()).result() == [False, False]
+    assert phases == ["read", "index"]  # stopped at the first report after the close: no rho, no delta
+    assert len(cache) == 1 and page.studio.dataset.name == "blobs"  # the upload was not cached
+    assert not queued_ran
+    assert "Loading stopped: its browser had left" in caplog.text
 
 
 def test_rows_a_table_shows_already_are_not_sent_again():
