@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -81,8 +82,10 @@ def _behind_the_page() -> None:
 _BUILDS = ThreadPoolExecutor(thread_name_prefix="dpstudio-build", initializer=_behind_the_page)
 
 
-class SessionEnded(Exception):
-    """Raised at a worker's next progress report once its page has closed: nobody waits for that work any more."""
+class SessionEnded(BaseException):
+    """Raised at a worker's next progress report once its page has closed: nobody waits for that work any more. A
+    BaseException, as asyncio's CancelledError is: no ``except Exception`` on its way out (a session file's rollback,
+    say) takes it for a failure and does more work."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class StudioPage:
         self.streaming = Streaming(self.studio)
         self._playing = None  # the periodic callback that plays the stream
         self.closed = False  # the browser went away (``close``): work for it stops at its next progress report
+        self._workers = 0  # actions running in a worker thread now
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -464,20 +468,22 @@ class StudioPage:
             shown = None if quiet else loop.call_later(BUSY_AFTER, activity.show)
 
             def report(phase: str, fraction: float) -> None:
-                if self.closed:  # e.g. a reload during a large upload: its old page's work would hold the CPU
+                # e.g. a reload during a large upload: its old page's work would hold the CPU for nobody; a phase
+                # already done (its last report) is kept, for whoever waits on the index's lock for the same result
+                if self.closed and fraction < 1:
                     raise SessionEnded
                 loop.call_soon_threadsafe(self._show_progress, activity, phase, fraction)
 
             try:
                 if "progress" in _parameters(action):
                     kwargs["progress"] = report
-                with walk_held(pn.state.curdoc if redraw else None):
+                with walk_held(pn.state.curdoc if redraw else None), self._worker_running():
                     # an answer to a gesture on the views at the page's priority; a load or a build behind it. With
                     # the session's context (Panel's current document), as asyncio.to_thread passes it
                     run = partial(contextvars.copy_context().run, action, *args, **kwargs)
                     await loop.run_in_executor(None if redraw else _BUILDS, run)
                 return True
-            except SessionEnded:  # nothing of it was cached: every cache keeps only finished results
+            except SessionEnded:  # only its finished parts were cached: every cache keeps only finished results
                 log.info("%s stopped: its browser had left", label)
                 return False
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
@@ -490,6 +496,17 @@ class StudioPage:
                 if shown is not None:
                     shown.cancel()
                 activity.busy.visible = activity.progress.visible = False
+
+    @contextmanager
+    def _worker_running(self):
+        """Counts the actions running in a worker thread: on a closed page, the last one to stop frees its state."""
+        self._workers += 1
+        try:
+            yield
+        finally:
+            self._workers -= 1
+            if self.closed and not self._workers:
+                self.studio.close()  # left to it by ``close``
 
     def _show_values_in_use(self) -> None:
         """Put the widgets back to the values in use (a value typed or chosen was refused, or its action dropped)."""
@@ -843,7 +860,8 @@ class StudioPage:
         self.closed = True
         if self._playing is not None:
             self._playing.stop()
-        self.studio.close()
+        if not self._workers:  # else the last one frees them when it stops: freed under it, it would fail
+            self.studio.close()
         for plots in (self.plots, self.dbscan_plots, self.tree_plot, self.sweep_plot, self.gamma_plot, self.teaching_plots):
             plots.close()
         for widget in self.layout.select():

@@ -39,6 +39,7 @@ DEEP = """(() => { const find = (root) => { const found = root.querySelector(%r)
   for (const el of root.querySelectorAll('*')) { const inner = el.shadowRoot && find(el.shadowRoot); if (inner) return inner; }
   return null; }; return find(document); })()"""
 TIMEOUT_S = 120
+MAX_UPLOAD_MB = 200  # dpstudio serve's default
 
 
 class DevTools:
@@ -53,15 +54,11 @@ class DevTools:
         chromium = subprocess.Popen([CHROMIUM, "--headless", *CHROMIUM_ARGS, "--window-size=1500,1000", f"--user-data-dir={profile}",
                                      f"--remote-debugging-port={port}", "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                targets = json.load(urllib.request.urlopen(f"http://localhost:{port}/json/list"))
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.2)
-        tab = next(t for t in targets if t["type"] == "page")
+        while not (tabs := _tabs(port)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Chromium showed no tab on port {port} within 30 s")
+            await asyncio.sleep(0.2)
+        tab = tabs[0]
         tools = cls(chromium, await websocket_connect(tab["webSocketDebuggerUrl"], max_message_size=2**26))
         await tools.call("Page.enable")  # for the script below to run in each new document
         await tools.call("Page.addScriptToEvaluateOnNewDocument", source=FIRST_ROW_FRAME)
@@ -93,16 +90,18 @@ class DevTools:
     async def close(self) -> None:
         self.connection.close()
         self.chromium.terminate()
+        self.chromium.wait(10)  # before its profile's folder goes
 
 
 class ByPlaywright:
-    """The same steps through Playwright (its Network domain on), in a thread of its own."""
+    """The same steps through Playwright's asyncio API (its Network domain on)."""
 
     @classmethod
     async def start(cls, profile: Path) -> ByPlaywright:
         from playwright.async_api import async_playwright
 
         tools = cls()
+        tools.reloading = None
         tools.playwright = await async_playwright().start()
         tools.browser = await tools.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         tools.page = await tools.browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -116,12 +115,14 @@ class ByPlaywright:
         await self.page.goto(url, wait_until="commit")
 
     async def reload(self) -> None:
-        asyncio.ensure_future(self.page.reload(wait_until="commit"))  # its answer waits for the new document
+        self.reloading = asyncio.ensure_future(self.page.reload(wait_until="commit"))  # it waits for the new document
 
     async def upload(self, path: Path) -> None:
         await self.page.locator(UPLOAD_INPUT).set_input_files(path)
 
     async def close(self) -> None:
+        if self.reloading is not None:
+            await asyncio.gather(self.reloading, return_exceptions=True)
         await self.browser.close()
         await self.playwright.stop()
 
@@ -151,13 +152,10 @@ async def reload_seconds(tools, url: str, csv: Path | None, into: float) -> floa
     if csv is not None:
         await tools.upload(csv)
     await asyncio.sleep(into)
-    reloaded = time.time()
-    await tools.evaluate("window.firstRowAt = null")
+    await tools.evaluate("window.firstRowAt = null")  # the old document's, read until the new one comes
+    reloaded = time.time()  # the page's Date.now() reads the same clock
     await tools.reload()
-    await asyncio.sleep(0.2)  # the old document may still answer
-    while (at := await first_row_at(tools)) < reloaded:
-        await asyncio.sleep(0.05)
-    return at - reloaded
+    return await first_row_at(tools) - reloaded
 
 
 async def measure(args, csv: Path, profile: Path) -> list[dict]:
@@ -177,6 +175,13 @@ async def measure(args, csv: Path, profile: Path) -> list[dict]:
     return [{"driver": driver, "upload": "none" if into is None else f"{csv.stat().st_size / 2**20:.0f} MB, reload {into:g} s in",
              "runs": " / ".join(f"{t:.2f}" for t in runs), "median": statistics.median(runs),
              "ratio": statistics.median(runs) / baseline} for into, runs in times.items()]  # fmt: skip
+
+
+def _tabs(port: int) -> list[dict]:
+    try:
+        return [t for t in json.load(urllib.request.urlopen(f"http://localhost:{port}/json/list")) if t["type"] == "page"]
+    except OSError:  # not listening yet
+        return []
 
 
 def table(rows: list[dict]) -> str:
@@ -199,6 +204,8 @@ def main() -> None:
         rng = np.random.default_rng(0)
         points = rng.normal(size=(args.points, 2)) + rng.integers(0, 5, size=(args.points, 1)) * 4
         pd.DataFrame(points, columns=["x", "y"]).to_csv(csv, index=False)
+        if csv.stat().st_size > MAX_UPLOAD_MB * 2**20:  # the page would refuse it, and time no upload at all
+            sys.exit(f"{args.points:,} points make {csv.stat().st_size / 2**20:.0f} MB, over the {MAX_UPLOAD_MB} MB upload limit")
         print(table(asyncio.run(measure(args, csv, Path(folder) / "profile"))))
 
 

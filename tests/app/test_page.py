@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import os
 import sys
@@ -243,6 +244,23 @@ def test_a_session_file_chosen_again_or_empty_is_read(cache, monkeypatch):
     loop.close()
 
 
+def points_csv(rng, n: int = 20_000) -> bytes:
+    return b"a,b\n" + b"".join(f"{x:.17g},{y:.17g}\n".encode() for x, y in rng.normal(size=(n, 2)))
+
+
+def left_at(page: StudioPage, leaving_phase: str, progress, phases: list):
+    """``progress`` as work sees it whose browser leaves (its page closes) at its first report of ``leaving_phase``;
+    each report's phase is added to ``phases``."""
+
+    def report(phase, fraction):
+        phases.append(phase)
+        if phase == leaving_phase:
+            page.close()
+        progress(phase, fraction)
+
+    return report
+
+
 def test_a_closed_pages_work_stops_at_its_next_report_and_its_queued_work_never_starts(rng, caplog):
     """A reload during a large upload left the old page's work running (reading, indexing and clustering a file
     nobody waits for), beside the new page's build on the same cores. Once the page closes, the work stops at its
@@ -251,17 +269,10 @@ def test_a_closed_pages_work_stops_at_its_next_report_and_its_queued_work_never_
     pn.extension(notifications=False)
     cache = DatasetCache(max_datasets=2, backend="cpu")
     page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
-    content = b"a,b\n" + b"".join(f"{x:.17g},{y:.17g}\n".encode() for x, y in rng.normal(size=(20_000, 2)))
     phases, queued_ran = [], []
 
     def upload_left_while_indexed(progress):
-        def browser_leaves_while_indexing(phase, fraction):
-            phases.append(phase)
-            if phase == "index":
-                page.close()
-            progress(phase, fraction)
-
-        page._load_upload("mine.csv", content, progress=browser_leaves_while_indexing)
+        page._load_upload("mine.csv", points_csv(rng), progress=left_at(page, "index", progress, phases))
 
     async def upload_then_more():
         return await asyncio.gather(page.run("Loading", upload_left_while_indexed),
@@ -274,6 +285,33 @@ def test_a_closed_pages_work_stops_at_its_next_report_and_its_queued_work_never_
     assert len(cache) == 1 and page.studio.dataset.name == "blobs"  # the upload was not cached
     assert not queued_ran
     assert "Loading stopped: its browser had left" in caplog.text
+
+
+def test_a_closed_pages_session_file_stops_without_rolling_back_and_keeps_its_finished_phases(rng, caplog):
+    """A session file stopped part way is not put back as it was (a refused one is, by more work) once its page has
+    closed; a phase that had finished (its last report) stays cached, and the index's lock is free."""
+    pn.extension(notifications=False)
+    cache = DatasetCache(max_datasets=2, backend="cpu")
+    mine = cache.upload("mine.csv", points_csv(rng), max_bytes=2**30)
+    page = StudioPage(cache, PageSettings(), mine)
+    document = json.loads(session_json(page.studio))
+    document["method"] = "hdbscan"
+    document["dpc"].update(dc=None, dc_percent=5.0)
+    document["hdbscan"] = {"min_cluster_size": 15, "selection": "eom", "min_samples": 15, "clusters": None}
+    fields_before, phases = set(mine.indexed._fields), []
+
+    def applied_and_left_once_dpc_is_done(progress):  # its last report of delta: DPC at 5% has finished
+        page._apply_session(json.dumps(document).encode(), progress=left_at(page, "delta", progress, phases))
+
+    caplog.set_level(logging.INFO, logger="dpstudio")
+    with ThreadPoolExecutor(1) as thread:
+        assert not thread.submit(asyncio.run, page.run("Loading the session", applied_and_left_once_dpc_is_done)).result()
+    assert phases[-1] not in ("rho", "delta")  # stopped in HDBSCAN's phases
+    assert not any(state.loaded for state in page.studio.states.values())  # as its close left it: no rollback
+    assert len(set(mine.indexed._fields) - fields_before) == 1  # DPC at 5% had finished: kept
+    assert mine.indexed._lock.acquire(blocking=False)
+    mine.indexed._lock.release()
+    assert "Loading the session stopped: its browser had left" in caplog.text
 
 
 def test_rows_a_table_shows_already_are_not_sent_again():
