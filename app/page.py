@@ -468,8 +468,8 @@ class StudioPage:
             shown = None if quiet else loop.call_later(BUSY_AFTER, activity.show)
 
             def report(phase: str, fraction: float) -> None:
-                # e.g. a reload during a large upload: its old page's work would hold the CPU for nobody; a phase
-                # already done (its last report) is kept, for whoever waits on the index's lock for the same result
+                # e.g. a reload during a large upload: its old page's work would hold the CPU for nobody. Not at a
+                # phase's last report: work done is not thrown away at its very end
                 if self.closed and fraction < 1:
                     raise SessionEnded
                 loop.call_soon_threadsafe(self._show_progress, activity, phase, fraction)

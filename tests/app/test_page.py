@@ -281,7 +281,7 @@ def test_a_closed_pages_work_stops_at_its_next_report_and_its_queued_work_never_
     caplog.set_level(logging.INFO, logger="dpstudio")
     with ThreadPoolExecutor(1) as thread:  # a browser test's Playwright may run an event loop in this one
         assert thread.submit(asyncio.run, upload_then_more()).result() == [False, False]
-    assert phases == ["read", "index"]  # stopped at the first report after the close: no rho, no delta
+    assert phases == ["read", "index"]  # stopped at the report during which the page closed: no rho, no delta
     assert len(cache) == 1 and page.studio.dataset.name == "blobs"  # the upload was not cached
     assert not queued_ran
     assert "Loading stopped: its browser had left" in caplog.text
@@ -300,14 +300,16 @@ def test_a_closed_pages_session_file_stops_without_rolling_back_and_keeps_its_fi
     document["hdbscan"] = {"min_cluster_size": 15, "selection": "eom", "min_samples": 15, "clusters": None}
     fields_before, phases = set(mine.indexed._fields), []
 
-    def applied_and_left_once_dpc_is_done(progress):  # its last report of delta: DPC at 5% has finished
+    # below 65,536 points delta reports once, at its end: DPC at 5% has finished when the page closes
+    def applied_and_left_once_dpc_is_done(progress):
         page._apply_session(json.dumps(document).encode(), progress=left_at(page, "delta", progress, phases))
 
     caplog.set_level(logging.INFO, logger="dpstudio")
     with ThreadPoolExecutor(1) as thread:
         assert not thread.submit(asyncio.run, page.run("Loading the session", applied_and_left_once_dpc_is_done)).result()
     assert phases[-1] not in ("rho", "delta")  # stopped in HDBSCAN's phases
-    assert not any(state.loaded for state in page.studio.states.values())  # as its close left it: no rollback
+    assert page.session.dc_percent == 5.0  # not put back to 2% (close leaves the parameters as they are)
+    assert not any(state.loaded for state in page.studio.states.values())  # freed once the work had stopped
     assert len(set(mine.indexed._fields) - fields_before) == 1  # DPC at 5% had finished: kept
     assert mine.indexed._lock.acquire(blocking=False)
     mine.indexed._lock.release()
