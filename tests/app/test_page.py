@@ -25,6 +25,8 @@ from dpstudio.app.page import PageSettings, StudioPage
 from dpstudio.app.reproduce import session_json
 from dpstudio.engine import DensityPeaks
 
+from .threads import in_a_thread
+
 
 @pytest.fixture(scope="module")
 def page(cache):
@@ -145,9 +147,8 @@ def test_a_file_chosen_while_standardize_is_ticked_is_read_standardized(cache, r
     page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     content = b"a,b\n" + b"".join(f"{x * 1e30:.17g},{y:.17g}\n".encode() for x, y in rng.normal(size=(80, 2)))
 
-    def load() -> bool:  # in a thread of its own: a browser test's Playwright may run an event loop in this one
-        with ThreadPoolExecutor(1) as thread:
-            return thread.submit(asyncio.run, page.run("Loading", page._load_upload, "huge.csv", content)).result()
+    def load() -> bool:
+        return in_a_thread(asyncio.run, page.run("Loading", page._load_upload, "huge.csv", content))
 
     assert not load()  # refused, with the advice
     assert "tick Standardize and load it again" in page.alert.object
@@ -159,14 +160,13 @@ def test_a_file_chosen_while_standardize_is_ticked_is_read_standardized(cache, r
 
 def run_queued(loop: asyncio.AbstractEventLoop, queued: list) -> list:
     """Run the page's queued actions on the session's event loop, in the order they were asked for (each waits for
-    the one before, as in the server), in a thread of its own (see ``load`` above); what each returned."""
+    the one before, as in the server), in a thread of its own; what each returned."""
 
     async def all_of_them():
         actions = [callback() for callback in queued]  # a view shown or hidden is done at once
         return await asyncio.gather(*(action for action in actions if action is not None))
 
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(loop.run_until_complete, all_of_them()).result()
+    return in_a_thread(loop.run_until_complete, all_of_them())
 
 
 def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(cache, monkeypatch):
@@ -279,8 +279,7 @@ def test_a_closed_pages_work_stops_at_its_next_report_and_its_queued_work_never_
                                     page.run("Relabelling", lambda: queued_ran.append(True)))
 
     caplog.set_level(logging.INFO, logger="dpstudio")
-    with ThreadPoolExecutor(1) as thread:  # a browser test's Playwright may run an event loop in this one
-        assert thread.submit(asyncio.run, upload_then_more()).result() == [False, False]
+    assert in_a_thread(asyncio.run, upload_then_more()) == [False, False]
     assert phases == ["read", "index"]  # stopped at the report during which the page closed: no rho, no delta
     assert len(cache) == 1 and page.studio.dataset.name == "blobs"  # the upload was not cached
     assert not queued_ran
@@ -305,8 +304,7 @@ def test_a_closed_pages_session_file_stops_without_rolling_back_and_keeps_its_fi
         page._apply_session(json.dumps(document).encode(), progress=left_at(page, "delta", progress, phases))
 
     caplog.set_level(logging.INFO, logger="dpstudio")
-    with ThreadPoolExecutor(1) as thread:
-        assert not thread.submit(asyncio.run, page.run("Loading the session", applied_and_left_once_dpc_is_done)).result()
+    assert not in_a_thread(asyncio.run, page.run("Loading the session", applied_and_left_once_dpc_is_done))
     assert phases[-1] not in ("rho", "delta")  # stopped in HDBSCAN's phases
     assert page.session.dc_percent == 5.0  # not put back to 2% (close leaves the parameters as they are)
     assert not any(state.loaded for state in page.studio.states.values())  # freed once the work had stopped

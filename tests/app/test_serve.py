@@ -8,7 +8,6 @@ import logging
 import socket
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
 import pytest
@@ -20,6 +19,8 @@ from tornado.websocket import WebSocketClosedError
 
 from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
 from dpstudio.app.serve import browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port, websocket_origins
+
+from .threads import in_a_thread
 
 
 def test_origins_name_the_bound_address_and_port():
@@ -156,13 +157,6 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         assert records == [("dpstudio", "INFO", "an update was not sent: its browser had left", False)]
     else:
         assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
-
-
-def in_a_thread(function, *args):
-    """``function(*args)`` in a thread of its own, for its own event loop (as ``test_page``'s loads): a browser
-    test's Playwright may run an event loop in this one."""
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(function, *args).result()
 
 
 def as_a_session(document: Document, call, *args):

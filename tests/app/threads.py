@@ -1,0 +1,10 @@
+"""Event loops of the headless app tests' own, each in a thread of its own."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+
+def in_a_thread(function, *args):
+    """``function(*args)`` in a thread of its own, for an event loop of its own (``asyncio.run``, say): in the
+    whole suite a browser test's Playwright may still run an event loop in this one."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(function, *args).result()
