@@ -30,16 +30,12 @@ import pandas as pd
 from tornado.websocket import websocket_connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.ui_latency import FIRST_ROW_FRAME  # noqa: E402
+from benchmarks.ui_latency import FIND_DEEP, FIRST_ROW_FRAME  # noqa: E402
+from dpstudio.app.page import PageSettings  # noqa: E402
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, Server, free_port  # noqa: E402
 
 UPLOAD_INPUT = "input.filepond--browser"
-# the element of a selector, searched through the shadow roots Panel draws each view in
-DEEP = """(() => { const find = (root) => { const found = root.querySelector(%r); if (found) return found;
-  for (const el of root.querySelectorAll('*')) { const inner = el.shadowRoot && find(el.shadowRoot); if (inner) return inner; }
-  return null; }; return find(document); })()"""
 TIMEOUT_S = 120
-MAX_UPLOAD_MB = 200  # dpstudio serve's default
 
 
 class DevTools:
@@ -84,7 +80,7 @@ class DevTools:
         await self.call("Page.reload")
 
     async def upload(self, path: Path) -> None:
-        element = await self.call("Runtime.evaluate", expression=DEEP % UPLOAD_INPUT)
+        element = await self.call("Runtime.evaluate", expression=f"(() => {{ {FIND_DEEP} return find(document, {UPLOAD_INPUT!r}); }})()")
         await self.call("DOM.setFileInputFiles", files=[str(path)], objectId=element["result"]["objectId"])
 
     async def close(self) -> None:
@@ -204,8 +200,9 @@ def main() -> None:
         rng = np.random.default_rng(0)
         points = rng.normal(size=(args.points, 2)) + rng.integers(0, 5, size=(args.points, 1)) * 4
         pd.DataFrame(points, columns=["x", "y"]).to_csv(csv, index=False)
-        if csv.stat().st_size > MAX_UPLOAD_MB * 2**20:  # the page would refuse it, and time no upload at all
-            sys.exit(f"{args.points:,} points make {csv.stat().st_size / 2**20:.0f} MB, over the {MAX_UPLOAD_MB} MB upload limit")
+        limit = PageSettings.max_upload_bytes  # dpstudio serve's default
+        if csv.stat().st_size > limit:  # the page would refuse it, and time no upload at all
+            sys.exit(f"{args.points:,} points make {csv.stat().st_size / 2**20:.0f} MB, over the {limit / 2**20:g} MB upload limit")
         print(table(asyncio.run(measure(args, csv, Path(folder) / "profile"))))
 
 
