@@ -45,7 +45,7 @@ def busy_while(page: StudioPage, seconds: float, report=None) -> tuple[bool, str
         time.sleep(seconds)
         seen.append((page.work.busy.visible and page.work.progress.visible, page.work.busy.object))
 
-    assert asyncio.run(page.run("Waiting", action))
+    assert in_a_thread(asyncio.run, page.run("Waiting", action))
     return seen[0]
 
 
@@ -73,8 +73,8 @@ def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_cont
     def action():
         seen.append((os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), marker.get(None)))
 
-    assert asyncio.run(page.run("Loading", action))
-    assert asyncio.run(page.run("Relabelling", action, redraw=True))
+    assert in_a_thread(asyncio.run, page.run("Loading", action))
+    assert in_a_thread(asyncio.run, page.run("Relabelling", action, redraw=True))
     assert seen == [(min(own + page_module.BUILD_NICENESS, 19), "this session"), (own, "this session")]
 
 
