@@ -1,7 +1,7 @@
 """Clustering quality against ground truth: adjusted Rand index (ARI) and number of clusters, per data set and
 method, in one run, as a Markdown table with a mean-ARI row.
 
-    python benchmarks/quality.py [--seeds 3] [--grid]
+    python benchmarks/quality.py [--seeds 3] [--grid] [--large SCALE]
 
 Data: the project's sample sets (sample_data/, digits being scikit-learn's bundled 8x8 digits) and
 scikit-learn-generated families, each with several seeds: blobs of unequal density and size, moons, circles,
@@ -16,6 +16,10 @@ anisotropic blobs, blobs over uniform background noise (truth -1), four concentr
 
 Noise is scored as it is labelled: -1 is one more class for ARI, in the truth and in a result. ``--grid`` prints
 the mean ARI of the topography over (density_k, significance), the evaluation its defaults were chosen on.
+``--large 40`` runs the generated families with 40 times the points (50k-120k), where the automatic clustering's
+significance is raised for its many candidate peaks (``topography.significance_for``), against the same
+clustering with the significance as given, and HDBSCAN (dpstudio's, whose labels are scikit-learn's: scikit-learn's
+own took minutes per set at this size).
 """
 
 from __future__ import annotations
@@ -33,46 +37,56 @@ from sklearn.metrics import adjusted_rand_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dpstudio import sample_data  # noqa: E402
-from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints, to_points  # noqa: E402
+from dpstudio.engine import DBSCAN, HDBSCAN, DensityPeaks, IndexedPoints, to_points  # noqa: E402
+from dpstudio.engine.dpc import DENSITY_K, SIGNIFICANCE  # noqa: E402
+from dpstudio.engine.topography import topography  # noqa: E402
 
 
-def generated(seed: int):
-    """(name, points, truth) of every generated family for one seed."""
-    rng = np.random.default_rng(seed)
-    x, y = make.make_blobs([800, 300, 150], centers=[[0, 0], [6, 0], [3, 5]], cluster_std=[1.6, 0.5, 0.25], random_state=seed)
+def generated(seed: int, scale: int = 1):
+    """(name, points, truth) of every generated family for one seed, with ``scale`` times the points."""
+    rng, s = np.random.default_rng(seed), scale
+    x, y = make.make_blobs([800 * s, 300 * s, 150 * s], centers=[[0, 0], [6, 0], [3, 5]], cluster_std=[1.6, 0.5, 0.25], random_state=seed)
     yield "unequal density", x, y
-    x, y = make.make_blobs(1500, centers=6, cluster_std=rng.uniform(0.3, 1.5, 6), center_box=(-15, 15), random_state=seed)
+    x, y = make.make_blobs(1500 * s, centers=6, cluster_std=rng.uniform(0.3, 1.5, 6), center_box=(-15, 15), random_state=seed)
     yield "6 blobs, mixed spread", x, y
-    yield "moons", *make.make_moons(1500, noise=0.08, random_state=seed)
-    yield "circles", *make.make_circles(1500, factor=0.5, noise=0.05, random_state=seed)
-    x, y = make.make_blobs(1500, centers=3, random_state=seed)
+    yield "moons", *make.make_moons(1500 * s, noise=0.08, random_state=seed)
+    yield "circles", *make.make_circles(1500 * s, factor=0.5, noise=0.05, random_state=seed)
+    x, y = make.make_blobs(1500 * s, centers=3, random_state=seed)
     yield "anisotropic", x @ np.array([[0.6, -0.64], [-0.41, 0.85]]), y
-    x, y = make.make_blobs(1500, centers=4, cluster_std=0.6, center_box=(-8, 8), random_state=seed)
-    noise = rng.uniform(x.min(0) - 2, x.max(0) + 2, (300, 2))
-    yield "blobs + 17% noise", np.vstack([x, noise]), np.concatenate([y, np.full(300, -1)])
-    radii = np.repeat([1.0, 2.5, 4.0, 5.5], 500)
+    x, y = make.make_blobs(1500 * s, centers=4, cluster_std=0.6, center_box=(-8, 8), random_state=seed)
+    noise = rng.uniform(x.min(0) - 2, x.max(0) + 2, (300 * s, 2))
+    yield "blobs + 17% noise", np.vstack([x, noise]), np.concatenate([y, np.full(300 * s, -1)])
+    radii = np.repeat([1.0, 2.5, 4.0, 5.5], 500 * s)
     angle = rng.uniform(0, 2 * np.pi, radii.size)
     rings = np.column_stack([radii * np.cos(angle), radii * np.sin(angle)]) + rng.normal(scale=0.15, size=(radii.size, 2))
-    yield "four rings", rings, np.repeat(np.arange(4), 500)
+    yield "four rings", rings, np.repeat(np.arange(4), 500 * s)
     for k in (35, 50):
-        x, y = make.make_blobs(60 * k, centers=k, cluster_std=0.4, center_box=(-40, 40), random_state=seed)
+        x, y = make.make_blobs(60 * k * s, centers=k, cluster_std=0.4, center_box=(-40, 40), random_state=seed)
         yield f"{k} blobs", x, y
-    yield "10-D blobs", *make.make_blobs(2000, n_features=10, centers=8, cluster_std=1.5, random_state=seed)
-    x, y = make.make_blobs(2000, centers=5, cluster_std=2.5, center_box=(-25, 25), random_state=seed)
+    yield "10-D blobs", *make.make_blobs(2000 * s, n_features=10, centers=8, cluster_std=1.5, random_state=seed)
+    x, y = make.make_blobs(2000 * s, centers=5, cluster_std=2.5, center_box=(-25, 25), random_state=seed)
     yield "integer blobs", np.round(x), y
 
 
-def data_sets(seeds: int):
-    """(name, points (N, d) float64, truth) of the sample sets, then of every family for each seed."""
-    for name in sample_data.SAMPLES:
+def data_sets(seeds: int, scale: int = 1):
+    """(name, points (N, d) float64, truth) of the sample sets, then of every family for each seed; at a ``scale``
+    above 1 the families alone, with that many times the points."""
+    for name in sample_data.SAMPLES if scale == 1 else ():
         yield f"sample: {name}", to_points(sample_data.path(name)).values.astype(np.float64), sample_data.truth(name)
     for seed in range(seeds):
-        for name, x, y in generated(seed):
+        for name, x, y in generated(seed, scale):
             yield f"{name} (seed {seed})", np.asarray(x, np.float64), np.asarray(y)
 
 
-def methods():
-    """name -> function(IndexedPoints, points) -> labels."""
+def methods(large: bool = False):
+    """name -> function(IndexedPoints, points) -> labels; ``large``: the automatic clustering against itself with
+    the significance as given however many candidate peaks (``topography(..., tested_peaks=None)``), and HDBSCAN."""
+    if large:
+        return {
+            "auto": lambda index, x: DensityPeaks().fit(index).labels_,
+            "auto, Z as given": lambda index, x: topography(*index.neighbours(DENSITY_K), index.n_dims, SIGNIFICANCE, tested_peaks=None).cluster_labels,
+            "HDBSCAN(15)": lambda index, x: HDBSCAN(min_cluster_size=15).fit(index).labels_,  # scikit-learn's labels
+        }  # fmt: skip
     return {
         "gamma": lambda index, x: DensityPeaks(suggest="gamma").fit(index).labels_,
         "auto": lambda index, x: DensityPeaks().fit(index).labels_,
@@ -89,14 +103,18 @@ def n_clusters(labels: np.ndarray) -> int:
 def main() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)  # scikit-learn's notice about HDBSCAN's copy default
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per generated family (default 3)")
+    parser.add_argument("--seeds", type=int, help="seeds per generated family (default 3; 1 with --large)")
     parser.add_argument("--grid", action="store_true", help="mean ARI of the topography over density_k x significance")
+    parser.add_argument("--large", type=int, metavar="SCALE", default=1,
+                        help="the generated families alone with SCALE times the points (one seed unless --seeds), the "
+                             "automatic clustering against itself with Z as given, and HDBSCAN")  # fmt: skip
     args = parser.parse_args()
-    sets = list(data_sets(args.seeds))
+    large = args.large > 1
+    sets = list(data_sets(args.seeds or (1 if large else 3), args.large))
     if args.grid:
         _grid(sets)
         return
-    runners = methods()
+    runners = methods(large)
     print(f"| data set | N x d | true k | {' | '.join(runners)} |")
     print("|---|---:|---:|" + "---:|" * len(runners))
     scores = {name: [] for name in runners}

@@ -10,7 +10,7 @@ import pandas as pd
 from . import centers as center_rules
 from .estimator import IndexedEstimator
 from .indexed import Progress, check_kernel
-from .topography import Topography, check_topography, topography
+from .topography import Topography, check_topography, densest_of_each, topography
 
 DENSITY_K = 16  # chosen with Z on benchmarks/quality.py
 SIGNIFICANCE = 2.5  # Z, chosen on benchmarks/quality.py (mean ARI flat between 2.5 and 3 at k = 16)
@@ -75,8 +75,9 @@ class DensityPeaks(IndexedEstimator):
         (smallest index on a distance tie); the densest point has parent -1 and delta = its largest distance.
         gamma_ = rho * delta with the densest point's delta capped at the others' largest.
     labels_, centers_, halo_ : the clustering for the current centers (``fit`` assigns the suggested ones). With
-        suggest="auto" and no choice made, labels_ are the topography's clusters (-1: noise, when asked for) and
-        centers_ its cluster peaks, densest first; they follow the kNN density's own parent chains, not parent_.
+        suggest="auto" and no choice made, labels_ are the topography's clusters (-1: noise, when asked for),
+        which follow the kNN density's own parent chains, not parent_, and centers_[c] is cluster c's densest point
+        by rho_ (its peak on the decision graph; the kNN density's peaks are ``topography_.centers``).
     topography_ : the automatic clustering (``topography.Topography``: densities, candidate peaks and the merge
         map from peaks to clusters), computed on first use.
     changes_ : after ``partial_fit`` or ``delete``, what happened to the clusters (see ``cluster_changes``).
@@ -208,11 +209,13 @@ class DensityPeaks(IndexedEstimator):
         return self._topography
 
     def suggest_centers(self) -> np.ndarray:
-        """Indices of the suggested centers: suggest="auto", the topography's cluster peaks; "gamma", the top
-        gammas up to the largest relative drop (see centers.suggest_count)."""
+        """Indices of the suggested centers: suggest="auto", each automatic cluster's densest point by rho_ (so
+        ``assign(centers=...)`` with them labels much as the automatic clusters do, along DPC's chains); "gamma",
+        the top gammas up to the largest relative drop (see centers.suggest_count)."""
         self._require_fit()
         if self.suggest == "auto":
-            return self.topography_.centers.copy()
+            result = self.topography_
+            return self._on_the_graph(result.labels(noise=self.noise), result.centers.size)
         xp = self._backend.xp
         k = center_rules.suggest_count(self._fields.gamma, xp)
         return self._backend.to_numpy(center_rules.by_gamma(xp.arange(self.n_points_), self._fields.gamma, xp)[:k])
@@ -256,12 +259,19 @@ class DensityPeaks(IndexedEstimator):
         result = self.topography_
         started = time.perf_counter()
         self._chosen = None  # nothing chosen: an update recomputes the topography
-        self._labels = self._backend.asarray(result.labels(noise=self.noise))
+        labels = result.labels(noise=self.noise)
+        self._labels = self._backend.asarray(labels)
         self._clusters = self._backend.asarray(result.cluster_labels)  # the halo needs every point's cluster
-        self.centers_ = result.centers.copy()
+        self.centers_ = self._on_the_graph(labels, result.centers.size)
         self._halo = None
         self.timings_["relabel"] = time.perf_counter() - started
         return self
+
+    def _on_the_graph(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """The automatic clusters' centers: each one's densest point by rho_ (ties by index), where DPC would put
+        it, high on the decision graph; the topography's own peaks, densest by the kNN density, may sit at delta ~
+        0 there, beside a point with more neighbours within dc."""
+        return densest_of_each(labels, self._backend.to_numpy(self._fields.order), n_clusters)
 
     def choose_centers(
         self, centers=None, *, rho_min: float | None = None, delta_min: float | None = None,

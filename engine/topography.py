@@ -16,7 +16,13 @@
 4. Merging. Going down the saddles from the highest, two clusters merge when the lower of their peaks is not
    significantly above the saddle: log rho_peak - log rho_saddle < Z (eps_peak + eps_saddle). A merged cluster
    keeps the higher peak, so a pair once found significant stays so, and one pass over the sorted saddles merges
-   exactly as repeating "merge the highest saddle that is not significant" would. Z is the one parameter.
+   exactly as repeating "merge the highest saddle that is not significant" would. Z is the one parameter, as
+   ADP's is, for data of up to TESTED_PEAKS candidate peaks (the quality benchmark's sets have 15-65). With more
+   candidates a noise bump has more chances to look significant: 4 Gaussian blobs of 250k points each gave 7-9
+   clusters at Z = 2.5, a single blob of 400k 1-3. So Z grows with the candidates m as a one-sided Gaussian
+   tail's quantile does at a fixed chance of any false peak (Bonferroni): Z' = sqrt(Z^2 + 2 ln(m / TESTED_PEAKS)),
+   from exp(-Z'^2 / 2) = exp(-Z^2 / 2) TESTED_PEAKS / m. 2-D data at k = 16 have about one candidate in 35
+   points: for Z = 2.5, Z' is about 3.6 at 100k points and 4.2 at 1M.
    Saddles of equal height (exact copies make them) are merged as that repetition does when it takes, of equal
    saddles, the pair with the densest peaks first: at one height a cluster whose peak is significant ("strong")
    never merges with another strong one, so the strong clusters, densest first, each take every cluster it reaches
@@ -40,6 +46,7 @@ from .cpu import labels as follow_parents
 from .hierarchy import find_root
 
 TWO_NN_KEPT = 0.9  # TwoNN leaves out the largest 10 % of r2 / r1, where density changes inflate it
+TESTED_PEAKS = 100  # candidate peaks that the significance is taken as given for; more raise it (significance_for)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,7 @@ class Topography:
 
     k: int
     significance: float
+    threshold: float  # height in log density a peak must stand above its saddle: significance_for * 2 * error
     dimension: float  # intrinsic dimension (TwoNN)
     log_density: np.ndarray  # (N,) up to a constant
     error: float  # of each log density: 1 / sqrt(k)
@@ -87,9 +95,11 @@ def intrinsic_dimension(sq: np.ndarray, n_dims: int) -> float:
     return float(np.clip(ratios.size / total, 1.0, n_dims))
 
 
-def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float) -> Topography:
+def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float,
+               tested_peaks: int | None = TESTED_PEAKS) -> Topography:  # fmt: skip
     """The automatic clustering from every point's k nearest other points, nearest first (ids (N, k) with -1
-    past the N - 1 others, squared distances (N, k)); k = ids.shape[1] >= 2."""
+    past the N - 1 others, squared distances (N, k)); k = ids.shape[1] >= 2. ``tested_peaks=None`` takes the
+    significance as given however many candidate peaks there are (the quality benchmark's baseline)."""
     ids, sq = np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(sq, np.float32)
     n, k = ids.shape
     check_topography(k, significance)
@@ -101,11 +111,34 @@ def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float
     peaks = order[parent[order] < 0]
     candidate = follow_parents(parent, order, peaks)
     u, v, saddle = _saddles(ids, candidate, log_density)
-    merged_into, cluster_saddle = _merge(u, v, saddle, log_density[peaks], significance * 2 * error)
+    threshold = (significance if tested_peaks is None else significance_for(significance, peaks.size, tested_peaks)) * 2 * error
+    merged_into, cluster_saddle = _merge(u, v, saddle, log_density[peaks], threshold)
     cluster_labels = merged_into[candidate]
     centers = peaks[np.unique(merged_into, return_index=True)[1]]  # peaks are densest first: each cluster's first
-    return Topography(k, float(significance), dimension, log_density, error, parent, peaks, merged_into, centers,
-                      cluster_labels, cluster_saddle)  # fmt: skip
+    return Topography(k, float(significance), threshold, dimension, log_density, error, parent, peaks, merged_into,
+                      centers, cluster_labels, cluster_saddle)  # fmt: skip
+
+
+@nb.njit(cache=True, nogil=True)
+def densest_of_each(labels, density_order, n_clusters):
+    """Each cluster's first point in ``density_order`` (densest first), for labels 0..n_clusters-1; -1 labels none.
+    With DPC's order at dc, where each automatic cluster's peak sits on the decision graph."""
+    first = np.full(n_clusters, -1, np.int64)
+    found = 0
+    for i in density_order:
+        c = labels[i]
+        if c >= 0 and first[c] < 0:
+            first[c] = i
+            found += 1
+            if found == n_clusters:
+                break
+    return first
+
+
+def significance_for(significance: float, candidates: int, tested_peaks: int = TESTED_PEAKS) -> float:
+    """Z for ``candidates`` candidate peaks: Z itself up to ``tested_peaks``, then sqrt(Z^2 + 2 ln(candidates /
+    tested_peaks)), the same chance of any false peak among more of them (see the module's notes, step 4)."""
+    return float(np.sqrt(significance**2 + 2 * np.log(max(candidates / tested_peaks, 1.0))))
 
 
 def _log_density(sq: np.ndarray, dimension: float) -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.dpc import DENSITY_K, SIGNIFICANCE
-from dpstudio.engine.topography import topography
+from dpstudio.engine.topography import TESTED_PEAKS, significance_for, topography
 
 from . import oracle
 from .datasets import CASES, blobs
@@ -51,6 +51,8 @@ def reference(points, k, significance):
     cluster = {p: {p} for p in peaks}  # a cluster by its densest peak
     owner = {i: peak_of(i) for i in range(n)}
     error = 1 / np.sqrt(k)
+    if len(peaks) > 100:  # more candidates than Z is taken as given for: the Bonferroni-raised Z
+        significance = np.sqrt(significance**2 - 2 * np.log(100 / len(peaks)))
     while True:
         saddles = {}
         for i in range(n):
@@ -92,14 +94,38 @@ def test_matches_the_reference(case, k, significance, rng):
     np.testing.assert_array_equal(result.peaks[result.merged_into == 0][:1], centers[:1])  # the merge map
 
 
+def test_more_candidate_peaks_than_tested_raise_the_significance_as_the_reference_does(rng):
+    """Uniform points at k = 3 have some 140 candidate peaks, past TESTED_PEAKS (100): Z is raised, as the
+    reference raises it, and the raise changes the clustering here (false peaks of the noise merge)."""
+    points = rng.uniform(0, 1, (1000, 2)).astype(np.float32)
+    ids, sq = IndexedPoints(points, backend="cpu").neighbours(3)
+    result = topography(ids, sq, 2, 1.0)
+    assert result.peaks.size > TESTED_PEAKS
+    raised = significance_for(1.0, result.peaks.size)
+    assert raised > 1.0 and result.threshold == pytest.approx(raised * 2 / np.sqrt(3))
+    _, centers, labels, _ = reference(points, 3, 1.0)
+    np.testing.assert_array_equal(result.centers, centers)
+    np.testing.assert_array_equal(result.labels(), labels)
+    assert topography(ids, sq, 2, 1.0, tested_peaks=None).centers.size > centers.size  # Z as given: more
+
+
+@pytest.mark.slow
+def test_a_single_gaussian_of_400k_points_is_one_automatic_cluster(rng):
+    """Without the raise, Z = 2.5 split such a blob into 2-4 clusters in seven of eight seeds tried."""
+    assert DensityPeaks(backend="cpu").fit(rng.normal(size=(400_000, 2))).centers_.size == 1
+
+
 def test_estimator_default_is_the_topography(rng):
     centers = np.array([[0.0, 0], [12, 0], [0, 12]])  # apart, so clusters (and saddles between them) exist
     points = np.vstack([centers[rng.integers(0, 3, 1500)] + rng.normal(size=(1500, 2)), rng.uniform(-8, 20, (300, 2))])
     dp = DensityPeaks(backend="cpu").fit(points)
     result = topography(*dp.indexed_.neighbours(DENSITY_K), 2, SIGNIFICANCE)
     np.testing.assert_array_equal(dp.labels_, result.labels())
-    np.testing.assert_array_equal(dp.centers_, result.centers)
-    np.testing.assert_array_equal(dp.suggest_centers(), result.centers)
+    for c, center in enumerate(dp.centers_):  # each cluster's densest point by DPC's rho: its peak on the graph
+        members = np.flatnonzero(dp.labels_ == c)
+        densest = members[np.lexsort((members, -dp.rho_[members]))[0]]
+        assert center == densest and dp.delta_[center] > 5  # the clusters are 12 apart; a kNN peak may have ~0
+    np.testing.assert_array_equal(dp.suggest_centers(), dp.centers_)
     labels = dp.set_dc(dp.dc_ / 2).labels_
     np.testing.assert_array_equal(labels, result.labels())  # no dc changes it
     noisy = DensityPeaks(noise=True, backend="cpu").fit(dp.indexed_)
