@@ -132,7 +132,7 @@ def _density_options(parser) -> None:
     parser.add_argument(
         "--centers", default="auto", type=_centers,
         help="auto (the density topography) | gamma (largest gamma drop) | K (the K largest gamma) | "
-             "RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (indices; one index: 'i,')",
+             "RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (the input's rows; one row: 'i,')",
     )  # fmt: skip
     parser.add_argument("--significance", type=float, default=SIGNIFICANCE,
                         help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g})")  # fmt: skip
@@ -204,8 +204,23 @@ def _centers(text: str) -> dict:
         ) from exc
 
 
+def _at_rows(centers: dict, points) -> dict:
+    """--centers i,j,k name the input's rows, as the summary's centers and --out's index do: their places among
+    the points kept (rows left out for NaN/inf move the later ones down)."""
+    if "centers" not in centers:
+        return centers
+    rows = np.asarray(centers["centers"], np.int64)
+    places = np.minimum(np.searchsorted(points.rows, rows), len(points.rows) - 1)
+    for row in rows[points.rows[places] != rows]:
+        if row in points.dropped_rows:
+            raise ValueError(f"--centers: row {row} was left out (NaN or infinite value)")
+        raise ValueError(f"--centers: row {row} is not a row of the input (rows 0 to {len(points.rows) + len(points.dropped_rows) - 1})")
+    return {**centers, "centers": places.tolist()}
+
+
 def _cluster(args) -> int:
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
+    args.centers = _at_rows(args.centers, points)
     started = time.perf_counter()
     with _dask_client(args) as client, _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
         args.client = client
@@ -247,6 +262,7 @@ def _stream(args) -> int:
     n = points.values.shape[0]
     kind, amount = args.base
     n_base = max(2, min(n, int(amount) if kind == "rows" else round(n * amount / 100)))
+    args.centers = _at_rows(args.centers, points)  # a center past the base fit's points is refused there
     dp, facts = _density_peaks(args, points.values[:n_base], None)
     first = {"batch": 0, "size": n_base, "n_points": n_base, "clusters": len(dp.centers_), "dc": dp.dc_,
              "backend": dp._backend.device_name(), "seconds": round(sum(dp.timings_.values()), 4)}  # fmt: skip

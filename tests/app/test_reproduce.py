@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_document, session_json
 from dpstudio.app.streaming import Streaming
@@ -306,4 +307,21 @@ def test_after_edits_the_commands_centers_are_the_same_points_of_the_file(studio
     blobs = cache.sample("blobs")
     assert studio.dataset.base is blobs and set(studio.dataset.points.rows[studio.dpc.centers].tolist()) == picked_rows
     centers = command_line(studio).split("--centers ")[1].split()[0].rstrip(",").split(",")
-    assert set(blobs.points.rows[np.array(centers, int)].tolist()) == picked_rows
+    assert set(map(int, centers)) == picked_rows  # the file's rows
+
+
+def test_with_rows_left_out_the_commands_centers_are_the_files_rows(cache, tmp_path):
+    """A file whose NaN rows the page left out, before the centers: the command's --centers name the file's rows
+    (as the CLI's summary and --out do, and the clusters table), and the command gives the page's clusters."""
+    points = pd.read_csv(sample_data.path("blobs"))
+    points.iloc[[3, 10, 500]] = np.nan
+    points.to_csv(tmp_path / "gaps.csv", index=False)
+    studio = Studio()
+    studio.load(cache.file(tmp_path / "gaps.csv"))
+    studio.dpc.pick_count(3)
+    line = command_line(studio)
+    centers = [int(c) for c in line.split("--centers ")[1].split()[0].split(",")]
+    assert centers == studio.dataset.points.rows[studio.dpc.centers].tolist() and max(centers) > 10
+    labels = run_command(line, tmp_path)  # one row per input row, the left-out ones without a label
+    np.testing.assert_array_equal(labels[studio.dataset.points.rows], studio.labels())
+    studio.close()
