@@ -705,6 +705,8 @@ class StudioPage:
         if session.dataset is not self._slider_dataset or not self.dc.start <= dc <= self.dc.end:
             self.dc.param.update(start=dc / 20, end=dc * 4, step=dc / 100)  # around the rule's dc
             self._slider_dataset = session.dataset
+        else:  # the box widens the browser's slider to a dc typed beyond it, refused or not: this range again
+            self.dc.param.trigger("start", "end")
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
         self.kernel.value = session.kernel
@@ -713,8 +715,11 @@ class StudioPage:
     def _dc_moved(self, event) -> None:
         """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box
         sends no value_throttled for 0 (its own starts at 0, so the browser's 0 is no change), which left 0 shown
-        and the old dc in use without a word."""
-        if event.name == "value_throttled" or event.new == 0:
+        and the old dc in use without a word. The dc in use sent back is no change: the box sends it when it
+        refuses what was typed ("abc"), which set it directly and dropped the percent rule without a word."""
+        if event.new is None:  # the box emptied: it showed "-NaN"; it shows the dc in use again
+            self.dc.value = self.session.dc if self.session.loaded else event.old
+        elif event.new != self.session.dc and (event.name == "value_throttled" or event.new == 0):
             self._start("Changing dc", self.session.set_dc, event.new, redraw=True)
 
     def _percent_typed(self, event) -> None:

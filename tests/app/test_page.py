@@ -169,6 +169,25 @@ def run_queued(loop: asyncio.AbstractEventLoop, queued: list) -> list:
     return in_a_thread(loop.run_until_complete, all_of_them())
 
 
+def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_rule(cache, monkeypatch):
+    """Junk typed in the dc box ("abc") is refused by the browser, which sends back the dc it shows: no change, so
+    the percent rule stays (it was dropped for that dc set directly, without a word). An emptied box shows the dc
+    in use again (it showed "-NaN"). A new dc still goes."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    queued = []
+    monkeypatch.setattr(pn.state, "execute", queued.append)
+    dc = page.session.dc
+    with param.edit_constant(page.dc):  # as the browser sets them
+        page.dc.value_throttled = dc
+        page.dc.value, page.dc.value_throttled = None, None
+    assert queued == [] and page.dc.value == dc and page.session.dc_percent == 2.0
+    with param.edit_constant(page.dc):
+        page.dc.value_throttled = dc * 1.5
+    assert len(queued) == 1
+    page.close()
+
+
 def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(cache, monkeypatch):
     """A click on "Pick top γ" and a typed dc queued behind the load of another sample were done on the new
     sample; they are dropped, the page says why, and the widgets show the values in use. A stream's batches,

@@ -173,6 +173,26 @@ def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, s
     expect(page.get_by_text("every ρ is 0")).to_be_hidden(timeout=TIMEOUT_MS)
 
 
+def test_junk_an_emptied_box_and_a_refused_dc_leave_the_rule_the_box_and_the_slider(page: Page, server):
+    """Junk typed in the dc box set the dc it showed directly (the rule was dropped without a word), an emptied box
+    showed "-NaN", and a refused dc beyond the slider left its handle at the far left (the box had widened it)."""
+    open_app(page, server.url)
+    rule_dc = dc_field(page).input_value()
+    handle = page.locator(".noUi-origin").first
+    at = handle.evaluate("e => e.style.transform")
+    type_into(dc_field(page), "abc")
+    page.wait_for_timeout(2000)  # what the box sent back has been answered
+    expect(percent_field(page)).to_have_value("2")
+    expect(page.get_by_label("The same result from the command line")).to_have_value(re.compile(r"--dc-percent 2 "))
+    type_into(dc_field(page), "")
+    expect(dc_field(page)).to_have_value(rule_dc, timeout=TIMEOUT_MS)
+    type_into(dc_field(page), "1e30")
+    expect(page.locator(".alert", has_text="Changing dc failed")).to_contain_text("outside", timeout=TIMEOUT_MS)
+    expect(dc_field(page)).to_have_value(rule_dc)
+    expect(percent_field(page)).to_have_value("2")
+    assert handle.evaluate("e => e.style.transform") == at
+
+
 def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
     open_app(page, server.url)
     upload = page.locator("input.filepond--browser")
