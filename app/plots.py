@@ -345,10 +345,13 @@ class SessionPlots:
 
     def _studio_changed(self, *events) -> None:
         changed = {event.name: event for event in events}
-        # other data or axes: the old zoom means nothing (points added or deleted keep it: a teacher zoomed in to add one)
-        if "dataset" in changed and not _edited(changed["dataset"].old, changed["dataset"].new):
+        # other data or axes: the old zoom means nothing. Points added or deleted keep the 2-D view's (a teacher
+        # zoomed in to add one), not the decision graph's: every rho may change (a stream's first fit on a tenth of
+        # the points kept the whole set's rho axis, five times too long, and its batches would outgrow it)
+        if "dataset" in changed:
             self.graph_ranges.reset()
-            self.view_ranges.reset()
+            if not _edited(changed["dataset"].old, changed["dataset"].new):
+                self.view_ranges.reset()
         elif changed.keys() & {"x_axis", "y_axis"}:
             self.view_ranges.reset()
         if "revision" in changed:
