@@ -209,7 +209,8 @@ class StudioPage:
         self.explained_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.step_note = pn.pane.Markdown(visible=False)
         self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
-        self.n_clusters = pn.widgets.IntInput(name="Number of clusters", value=3, start=1, width=130)
+        # no start: a bound makes the browser keep a 0 typed in the box and send nothing, and Pick used the old number
+        self.n_clusters = pn.widgets.IntInput(name="Number of clusters", value=3, width=130)
         self.pick = pn.widgets.Button(name="Pick top γ", align="end")
         self.clear = pn.widgets.Button(name="Clear")
         self.undo = pn.widgets.Button(name="Undo", disabled=True)

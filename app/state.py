@@ -187,8 +187,11 @@ class ClusteringSession(MethodState):
         """Centers = these point indices (a saved session's, or a URL's)."""
         self._choose(centers=np.asarray(centers, dtype=np.int64).reshape(-1))
 
-    def pick_count(self, n_clusters: int) -> None:
+    def pick_count(self, n_clusters: int | None) -> None:
         """Centers = the n points of largest gamma."""
+        n_points = self._require_data().n_points_
+        if n_clusters is None or not 1 <= n_clusters <= n_points:
+            raise ValueError(f"the number of clusters must be a whole number from 1 to {n_points:,}, got {n_clusters}")
         self._choose(n_centers=int(n_clusters))
 
     def suggest(self) -> None:

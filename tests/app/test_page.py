@@ -188,6 +188,24 @@ def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_
     page.close()
 
 
+def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(cache, monkeypatch):
+    """0 typed as the number of clusters was kept in the browser (the box had a bound) and Pick took the old 3."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    queued, loop = [], asyncio.new_event_loop()
+    monkeypatch.setattr(pn.state, "execute", queued.append)
+    for typed in (0, 2301, None):
+        page.n_clusters.value = typed
+        page.pick.clicks += 1
+        assert run_queued(loop, queued) == [False]
+        assert f"from 1 to 2,300, got {typed}" in page.alert.object and not page.session.centers_picked
+        queued.clear()
+    page.n_clusters.value = 2
+    page.pick.clicks += 1
+    assert run_queued(loop, queued) == [True] and len(page.session.centers) == 2
+    page.close()
+
+
 def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(cache, monkeypatch):
     """A click on "Pick top γ" and a typed dc queued behind the load of another sample were done on the new
     sample; they are dropped, the page says why, and the widgets show the values in use. A stream's batches,
