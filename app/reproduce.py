@@ -200,12 +200,15 @@ def query_document(query: str | dict) -> dict:
     if unknown:
         raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
     method = params.get("method", "dpc")
-    # a parameter of a method the URL does not show was ignored (min_samples also goes with an eps, DBSCAN's)
-    hdbscan = method == "hdbscan"
-    for name, used, owners in (("min_samples", hdbscan or method == "dbscan" or "eps" in params, "DBSCAN and HDBSCAN"),
-                               ("min_cluster_size", hdbscan, "HDBSCAN"), ("selection", hdbscan, "HDBSCAN")):  # fmt: skip
-        if name in params and not used:
-            raise ValueError(f"{name} is {owners}'s: add method=hdbscan")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    # a parameter of a method the URL does not show was ignored, or shown for a moment (an eps: DBSCAN, then DPC)
+    owners = {"eps": ("DBSCAN's", ["dbscan"]), "min_samples": ("DBSCAN and HDBSCAN's", ["dbscan", "hdbscan"]),
+              "min_cluster_size": ("HDBSCAN's", ["hdbscan"]), "selection": ("HDBSCAN's", ["hdbscan"]),
+              **{name: ("DPC's", ["dpc"]) for name in ("kernel", "dc", "dc_percent", "centers")}}  # fmt: skip
+    for name, (whose, methods) in owners.items():
+        if name in params and method not in methods:
+            raise ValueError(f"{name} is {whose}: add {' or '.join(f'method={m}' for m in methods)}")
     standardize = params.get("standardize", "0").lower()
     if standardize not in ("0", "1", "true", "false"):
         raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")
@@ -214,7 +217,7 @@ def query_document(query: str | dict) -> dict:
         dataset["features"] = [c for c in params.get("features", "").split(",") if c] or None
     document = {"dpstudio_session": SCHEMA, "dataset": dataset, "method": method}
     number, whole = _number_from_text, _whole_from_text
-    if {"kernel", "dc", "dc_percent", "centers"} & set(params):
+    if method == "dpc" and {"kernel", "dc", "dc_percent", "centers"} & set(params):
         centers = params.get("centers")
         document["dpc"] = {
             "kernel": params.get("kernel", "cutoff"),
@@ -222,7 +225,7 @@ def query_document(query: str | dict) -> dict:
             "dc_percent": number("dc_percent", params["dc_percent"]) if "dc_percent" in params else None,
             "centers": None if centers is None else [whole("centers", c) for c in centers.split(",") if c.strip()],
         }  # fmt: skip
-    if method == "dbscan" or {"eps"} & set(params):
+    if method == "dbscan":
         document["dbscan"] = {"eps": number("eps", params["eps"]) if "eps" in params else None,
                               "min_samples": whole("min_samples", params.get("min_samples", "5"))}  # fmt: skip
     if method == "hdbscan":

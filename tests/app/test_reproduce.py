@@ -247,15 +247,19 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
     assert studio.dataset.points.columns == ("x", "y", "z") and not studio.dataset.standardized
     for query, message in [("dc=abc", "dc must be a number, got 'abc'"), ("sample=x", "no sample named 'x'"),
                            ("standardize=yes", "standardize must be 1 or 0"),
-                           ("colour=red", "unknown URL parameter 'colour'"), ("eps=-1", "eps must be a finite positive"),
+                           ("colour=red", "unknown URL parameter 'colour'"), ("method=dbscan&eps=-1", "eps must be a finite positive"),
                            ("sample=moons&sample=blobs", "URL parameter 'sample' is given more than once"),
                            ("dc=0.1&dc_percent=3", "give dc or dc_percent, not both"),
                            ("sample=moons&centers=", "centers is empty"), ("centers=,", "centers is empty"),
                            # cut to a whole number, ignored, or a column used once, without a word
                            ("centers=1.5", "centers must be a whole number, got '1.5'"),
                            ("method=dbscan&min_samples=2.5", "min_samples must be a whole number"),
-                           ("sample=moons&min_samples=3", "min_samples is DBSCAN and HDBSCAN's: add method=hdbscan"),
+                           ("sample=moons&min_samples=3", "min_samples is DBSCAN and HDBSCAN's: add method=dbscan or method=hdbscan"),
                            ("selection=leaf", "selection is HDBSCAN's: add method=hdbscan"),
+                           # DBSCAN shown for a moment, then DPC; DPC's dc set behind HDBSCAN
+                           ("sample=blobs&eps=0.3", "eps is DBSCAN's: add method=dbscan"),
+                           ("sample=moons&method=hdbscan&dc=0.3", "dc is DPC's: add method=dpc"),
+                           ("method=DBSCAN&eps=0.3", "method must be one of dpc, dbscan, hdbscan, got 'DBSCAN'"),
                            ("method=hdbscan&selection=median", "selection must be one of eom, leaf"),
                            ("sample=blobs3d&features=x,x", "features name a column twice")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
