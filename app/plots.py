@@ -56,6 +56,7 @@ PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 PLOT_SIZE = (560, 460)
 MARKER_SIZE = 16  # pixels across a center marker
+VIEW_TITLE = "Points by cluster: lasso some to see them on the decision graph"
 # the layers over a plot's image leave its ranges to the image (shaded for the zoom, or the data's extent with room
 # for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
 OVER_THE_IMAGE = {"apply_ranges": False}
@@ -240,12 +241,17 @@ class SessionPlots:
         centers = hv.DynamicMap(self._view_centers, streams=[self.view_watched])
         pointed = self._ring("view", ["x_axis", "y_axis"])
         return (self.view_image * centers * pointed).opts(
-            hv.opts.RGB(title="Points by cluster: lasso some to see them on the decision graph", framewise=True,
-                        tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"], **_size()),
+            hv.opts.RGB(title=VIEW_TITLE, framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
+                        hooks=[self._view_title], **_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
+
+    def _view_title(self, plot, element) -> None:
+        """The 2-D view's title, after each redraw: its lasso shows points on the decision graph, which DPC alone
+        has (the title said so under DBSCAN and HDBSCAN too)."""
+        plot.state.title.text = VIEW_TITLE if self.studio.method == "dpc" else VIEW_TITLE.split(":")[0]
 
     def pinned_view(self) -> hv.DynamicMap:
         """The pinned clustering in the same 2-D view, small, for the comparison strip."""

@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from dpstudio.app.plots import VIEW_TITLE
+
 from .test_app import ROWS, TIMEOUT_MS, dc_field, open_app, plot_canvas, type_into
 
 pytestmark = pytest.mark.browser
@@ -134,10 +136,17 @@ def test_a_click_on_the_k_distance_plot_or_the_curves_sets_eps(page: Page, serve
     assert noise_points(page) > large
 
 
+def plot_titles_include(page: Page, title: str) -> None:
+    """Wait until a plot of the page is titled ``title`` (titles are drawn on the canvas: read from Bokeh's models)."""
+    titles = "Bokeh.documents.flatMap(d => [...d._all_models.values()]).filter(m => m.type === 'Title').map(m => m.text)"
+    page.wait_for_function(f"title => {titles}.includes(title)", arg=title, timeout=TIMEOUT_MS)
+
+
 def test_switching_method_and_back_keeps_the_data_and_the_dpc_clustering(page: Page, server):
     open_app(page, server.url)
     assert page.locator(ROWS).count() == 5
     switch_to_dbscan(page)
+    plot_titles_include(page, "Points by cluster")  # its lasso shows points on DPC's decision graph alone
     choose_method(page, "HDBSCAN")
     expect(page.get_by_text("chosen by the rule")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.get_by_role("columnheader", name="core")).to_be_hidden()
@@ -146,6 +155,7 @@ def test_switching_method_and_back_keeps_the_data_and_the_dpc_clustering(page: P
     assert page.locator(ROWS).count() == 5
     expect(page.get_by_text("blobs: 2,300 points")).to_be_visible()
     expect(page.get_by_text("Lasso (or box-select) points")).to_be_visible()  # DPC's controls are back
+    plot_titles_include(page, VIEW_TITLE)
 
 
 def test_a_click_on_a_branch_of_the_condensed_tree_selects_it(page: Page, server):
