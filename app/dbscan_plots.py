@@ -57,7 +57,7 @@ class DBSCANPlots:
     def k_distance(self) -> hv.Overlay:
         return (self.k_curve * self.h_line).opts(
             hv.opts.Curve(title="k-distance: click or drag to set ε", logy=True, color="#333", tools=["hover"],
-                          default_tools=["wheel_zoom", "reset", "save"], **SMALL_SIZE),
+                          default_tools=["wheel_zoom", "reset", "save"], hooks=[_ticks_at_1_2_5], **SMALL_SIZE),
             hv.opts.HLine(**EPS_LINE),
         )  # fmt: skip
 
@@ -84,3 +84,21 @@ class DBSCANPlots:
             return hv.Curve([], "ε", which)
         eps, clusters, noise = eps_steps(self.state.curve(), eps_view)
         return hv.Curve((eps, clusters if which == "clusters" else noise), "ε", which)
+
+
+
+def _ticks_at_1_2_5(plot, element) -> None:
+    """The k-distance's log axis ticked at 1, 2 and 5 of each decade the curve spans, 1-9 as minor ticks. Bokeh's
+    LogTicker falls back on linear ticks where a curve spans little more than a decade (min_samples 6 on moons:
+    labels 0.1 to 0.5 crammed at the top under a band of minor ticks, none where the curve lies)."""
+    from bokeh.models import FixedTicker
+
+    distances = element.dimension_values(1)
+    distances = distances[np.isfinite(distances) & (distances > 0)]
+    if not distances.size:
+        return
+    low, high = np.floor(np.log10(distances.min())), np.ceil(np.log10(distances.max()))
+    decades = 10.0 ** np.arange(low, high + 1)
+    ticks = [float(f"{m * d:.3g}") for d in decades for m in (1, 2, 5)]
+    minor = [float(f"{m * d:.3g}") for d in decades for m in range(1, 10)]
+    plot.handles["yaxis"].ticker = FixedTicker(ticks=ticks, minor_ticks=minor)

@@ -280,3 +280,19 @@ def test_the_condensed_trees_boxes_keep_their_column_types_with_or_without_boxes
     assert set(boxes.columns) == set(NO_BOXES.columns)
     for name in boxes.columns:  # the colours never a float column (what an empty list becomes)
         assert pd.api.types.is_numeric_dtype(boxes[name]) == (name != "colour"), name
+
+
+def test_the_k_distance_axis_is_ticked_at_1_2_and_5_of_each_decade_the_curve_spans():
+    """Bokeh's log ticker fell back on linear ticks for a curve spanning about a decade (0.1 to 0.5 crammed at the
+    top, none where the curve lay)."""
+    from types import SimpleNamespace
+
+    from bokeh.models import LinearAxis
+
+    from dpstudio.app.dbscan_plots import _ticks_at_1_2_5
+
+    plot = SimpleNamespace(handles={"yaxis": LinearAxis()})
+    _ticks_at_1_2_5(plot, hv.Curve((np.arange(4), [0.55, 0.2, 0.03, 0.012])))
+    ticker = plot.handles["yaxis"].ticker
+    assert ticker.ticks == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+    assert 0.03 in ticker.minor_ticks and 0.3 in ticker.minor_ticks
