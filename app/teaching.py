@@ -75,16 +75,15 @@ def follow_parents(parent: np.ndarray, order: np.ndarray, centers: np.ndarray, r
     return labels
 
 
-AUTOMATIC = (" These are the automatic clusters' centers, which follow the kNN density's own chains, not DPC's "
-             "arrows: most arrows meet no center, and their points stay grey. Pick centers (Pick top γ) to see DPC's "
-             "labels follow them.")  # fmt: skip
+AUTOMATIC = (" These are the automatic clusters' centers, each cluster's densest point. The labels below flow from "
+             "them down DPC's arrows; the automatic clusters themselves follow the kNN density's own chains, so a "
+             "few points may differ.")  # fmt: skip
 
 
 def steps(n_points: int, chunks: int = STEP_CHUNKS, automatic: bool = False) -> list[Step]:
-    """The step-through, first to last; ``automatic``: the centers are the automatic clusters' (the steps from the
-    peaks on say that DPC's arrows mostly miss them: they said every point took a label, and most stayed grey)."""
+    """The step-through, first to last; ``automatic``: the centers are the automatic clusters' (the peaks' step says
+    whose they are, and that those clusters follow other chains)."""
     reached = [round(n_points * k / chunks) for k in range(1, chunks + 1)]
-    after_peaks = " (most meet no center: see the peaks' step)" if automatic else ""
     return [
         Step("rho", n_points, "**ρ**: every point counts its neighbours within dc. Brighter: denser."),
         *(Step("delta", r, f"**δ**: in decreasing density, each point links to its nearest denser point "
@@ -92,9 +91,9 @@ def steps(n_points: int, chunks: int = STEP_CHUNKS, automatic: bool = False) -> 
         Step("peaks", n_points, "**Peaks**: the centers, dense and far from anything denser (top right of the decision "
                                 "graph)." + (AUTOMATIC if automatic else "")),
         *(Step("labels", r, f"**Labels** flow down the arrows, densest first: each point takes its parent's "
-                            f"({r:,} of {n_points:,} in density order{after_peaks}).") for r in reached),
+                            f"({r:,} of {n_points:,} in density order).") for r in reached),
         Step("halo", n_points, "**Halo**: points less dense than their cluster's border with another (grey) are the "
-                               "clusters' halo: borders and noise." + (" Points no label reached are grey too." if automatic else "")),
+                               "clusters' halo: borders and noise."),
     ]  # fmt: skip
 
 

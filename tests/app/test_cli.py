@@ -133,7 +133,7 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{good}", "--dc", "-2"], "dc must be a finite positive"),
         (["{good}", "--out", "labels.json"], "use a .csv or .parquet"),
         (["{good}", "--dc", "1", "--dc-percent", "2"], "not allowed with argument"),
-        (["{good}", "--centers", "99,"], "out of range"),
+        (["{good}", "--centers", "99,"], "row 99 is not a row of the input (rows 0 to 19)"),
         (["{good}", "--method", "dbscan", "--eps", "0"], "eps must be a finite number > 0"),
         (["{good}", "--method", "dbscan", "--min-samples", "0"], "min_samples must be a whole number >= 1"),
         (["{good}", "--method", "hdbscan", "--min-cluster-size", "1"], "min_cluster_size must be a whole number >= 2"),
