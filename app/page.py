@@ -125,6 +125,7 @@ class StudioPage:
         self.studio.load(initial)
         self.session = self.studio.dpc
         self._slider_dataset: Dataset | None = None
+        self._dc_shown: float | None = None  # the dc the box shows: the one in use, or the last one asked for
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
         self.plots = SessionPlots(self.studio, on_render=self._show_status)
         self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
@@ -708,6 +709,7 @@ class StudioPage:
             self._slider_dataset = session.dataset
         else:  # the box widens the browser's slider to a dc typed beyond it, refused or not: this range again
             self.dc.param.trigger("start", "end")
+        self._dc_shown = dc
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
         self.kernel.value = session.kernel
@@ -716,11 +718,13 @@ class StudioPage:
     def _dc_moved(self, event) -> None:
         """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box
         sends no value_throttled for 0 (its own starts at 0, so the browser's 0 is no change), which left 0 shown
-        and the old dc in use without a word. The dc in use sent back is no change: the box sends it when it
-        refuses what was typed ("abc"), which set it directly and dropped the percent rule without a word."""
+        and the old dc in use without a word. The dc the box shows, sent back, is no change: the box sends it when
+        it refuses what was typed ("abc"), which set it directly and dropped the percent rule without a word. (Not
+        the dc in use: while a dc asked for waits, the user may go back to the one in use.)"""
         if event.new is None:  # the box emptied: it showed "-NaN"; it shows the dc in use again
             self.dc.value = self.session.dc if self.session.loaded else event.old
-        elif event.new != self.session.dc and (event.name == "value_throttled" or event.new == 0):
+        elif event.new != self._dc_shown and (event.name == "value_throttled" or event.new == 0):
+            self._dc_shown = event.new
             self._start("Changing dc", self.session.set_dc, event.new, redraw=True)
 
     def _percent_typed(self, event) -> None:

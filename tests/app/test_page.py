@@ -182,9 +182,10 @@ def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_
         page.dc.value_throttled = dc
         page.dc.value, page.dc.value_throttled = None, None
     assert queued == [] and page.dc.value == dc and page.session.dc_percent == 2.0
-    with param.edit_constant(page.dc):
+    with param.edit_constant(page.dc):  # a new dc, and back to the one in use before the first is done: both go
         page.dc.value_throttled = dc * 1.5
-    assert len(queued) == 1
+        page.dc.value_throttled = dc
+    assert run_queued(asyncio.new_event_loop(), queued) == [True, True] and page.session.dc == dc
     page.close()
 
 
