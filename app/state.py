@@ -190,7 +190,7 @@ class ClusteringSession(MethodState):
     def pick_count(self, n_clusters: int | None) -> None:
         """Centers = the n points of largest gamma."""
         n_points = self._require_data().n_points_
-        if n_clusters is None or not 1 <= n_clusters <= n_points:
+        if n_clusters is None or isinstance(n_clusters, bool) or n_clusters != int(n_clusters) or not 1 <= n_clusters <= n_points:
             raise ValueError(f"the number of clusters must be a whole number from 1 to {n_points:,}, got {n_clusters}")
         self._choose(n_centers=int(n_clusters))
 

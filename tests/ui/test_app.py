@@ -193,6 +193,15 @@ def test_junk_an_emptied_box_and_a_refused_dc_leave_the_rule_the_box_and_the_sli
     assert handle.evaluate("e => e.style.transform") == at
 
 
+def test_a_number_of_clusters_of_0_is_refused_by_name(page: Page, server):
+    """The box's lower bound made the browser keep a typed 0 and send nothing: Pick top γ used the old number."""
+    open_app(page, server.url)
+    type_into(page.get_by_label("Number of clusters"), "0")
+    page.get_by_role("button", name="Pick top γ").click()
+    expect(page.locator(".alert", has_text="Relabelling failed")).to_contain_text("from 1 to 2,300, got 0", timeout=TIMEOUT_MS)
+    assert table_rows(page) == 5  # the automatic clusters, as before
+
+
 def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
     open_app(page, server.url)
     upload = page.locator("input.filepond--browser")
