@@ -135,7 +135,8 @@ def _density_options(parser) -> None:
              "RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (the input's rows; one row: 'i,')",
     )  # fmt: skip
     parser.add_argument("--significance", type=float, default=SIGNIFICANCE,
-                        help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g})")  # fmt: skip
+                        help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g}; "
+                             "raised for more than 100 candidate peaks, as the summary says)")  # fmt: skip
     parser.add_argument("--noise", action="store_true", help="--centers auto: label -1 the points below their cluster's saddle")
 
 
@@ -262,7 +263,9 @@ def _stream(args) -> int:
     n = points.values.shape[0]
     kind, amount = args.base
     n_base = max(2, min(n, int(amount) if kind == "rows" else round(n * amount / 100)))
-    args.centers = _at_rows(args.centers, points)  # a center past the base fit's points is refused there
+    args.centers = _at_rows(args.centers, points)
+    if (late := [c for c in args.centers.get("centers", []) if c >= n_base]):
+        raise ValueError(f"--centers: row {points.rows[late[0]]} is past the first fit's {n_base} points (--base)")
     dp, facts = _density_peaks(args, points.values[:n_base], None)
     first = {"batch": 0, "size": n_base, "n_points": n_base, "clusters": len(dp.centers_), "dc": dp.dc_,
              "backend": dp._backend.device_name(), "seconds": round(sum(dp.timings_.values()), 4)}  # fmt: skip
@@ -339,10 +342,18 @@ def _density_peaks(args, values, progress):
     if choice:
         dp.assign(**choice)
     rule = "entropy rule" if args.dc_rule == "entropy" else f"{args.dc_percent:g}% rule"
-    centers_rule = "chosen" if choice else {"auto": f"density topography, significance {args.significance:g}", "gamma": "largest gamma drop"}[dp.suggest]
+    centers_rule = "chosen" if choice else {"auto": _topography_rule(dp, args.significance), "gamma": "largest gamma drop"}[dp.suggest]
     facts = {"kernel": dp.kernel_, "dc": dp.dc_, "dc_rule": "given" if args.dc is not None else rule,
              "centers_rule": centers_rule, "halo_count": int(dp.halo_.sum())}  # fmt: skip
     return dp, facts
+
+
+def _topography_rule(dp, significance: float) -> str:
+    """How the automatic clusters were found, with the significance raised for many candidate peaks, if it was."""
+    result = dp.topography_
+    used = result.threshold / (2 * result.error)
+    raised = f", raised to {used:.2f} for {result.peaks.size:,} candidate peaks" if used > significance * (1 + 1e-9) else ""
+    return f"density topography, significance {significance:g}{raised}"
 
 
 def _dbscan(args, values, progress):

@@ -1,8 +1,9 @@
 """What reproduces a page's result elsewhere: the ``dpstudio cluster`` command line, and the session as a small
 JSON document (parameters and centers) that a page loads back; a URL's query uses the same document.
 
-Centers are point indices: rows of the data set as the page reads it (rows with NaN or inf left out), which is how
-``dpstudio cluster --centers i,j,k --drop-nonfinite`` reads them too. Points added or deleted on the page (clicks,
+Centers in a session document and a URL are point indices of the data set as the page reads it (rows with NaN or
+inf left out: a sample has none, so a URL's are its rows); the command line names the file's rows instead, as
+``dpstudio cluster --centers i,j,k`` reads them (``_file_centers``). Points added or deleted on the page (clicks,
 lassos, a stream) are kept in a saved session as the edited points' file rows, in order, and the added points'
 values; the command line cannot carry them, and says so.
 """

@@ -25,6 +25,7 @@ own took minutes per set at this size).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import warnings
@@ -80,11 +81,11 @@ def data_sets(seeds: int, scale: int = 1):
 
 def methods(large: bool = False):
     """name -> function(IndexedPoints, points) -> labels; ``large``: the automatic clustering against itself with
-    the significance as given however many candidate peaks (``topography(..., tested_peaks=None)``), and HDBSCAN."""
+    the significance as given however many candidate peaks (``topography(..., tested_peaks=math.inf)``), and HDBSCAN."""
     if large:
         return {
             "auto": lambda index, x: DensityPeaks().fit(index).labels_,
-            "auto, Z as given": lambda index, x: topography(*index.neighbours(DENSITY_K), index.n_dims, SIGNIFICANCE, tested_peaks=None).cluster_labels,
+            "auto, Z as given": lambda index, x: topography(*index.neighbours(DENSITY_K), index.n_dims, SIGNIFICANCE, tested_peaks=math.inf).cluster_labels,
             "HDBSCAN(15)": lambda index, x: HDBSCAN(min_cluster_size=15).fit(index).labels_,  # scikit-learn's labels
         }  # fmt: skip
     return {
@@ -109,8 +110,10 @@ def main() -> None:
                         help="the generated families alone with SCALE times the points (one seed unless --seeds), the "
                              "automatic clustering against itself with Z as given, and HDBSCAN")  # fmt: skip
     args = parser.parse_args()
+    if args.large < 1 or (args.seeds is not None and args.seeds < 1):
+        parser.error("--large and --seeds take a whole number of at least 1")
     large = args.large > 1
-    sets = list(data_sets(args.seeds or (1 if large else 3), args.large))
+    sets = list(data_sets(args.seeds if args.seeds is not None else 1 if large else 3, args.large))
     if args.grid:
         _grid(sets)
         return

@@ -52,7 +52,8 @@ class DensityPeaks(IndexedEstimator):
     density_k : int
         auto: neighbours of the density estimate (its error is 1 / sqrt(density_k)).
     significance : float
-        auto: Z, how many (summed) errors a peak must stand above its saddle to stay a cluster of its own.
+        auto: Z, how many (summed) errors a peak must stand above its saddle to stay a cluster of its own; raised
+        for more than 100 candidate peaks (``topography.significance_for``: about 3.6 at 100k 2-D points).
     noise : bool
         auto: label -1 the points less dense than the highest saddle of their cluster (where it meets another
         at background level).
@@ -215,7 +216,7 @@ class DensityPeaks(IndexedEstimator):
         self._require_fit()
         if self.suggest == "auto":
             result = self.topography_
-            return self._on_the_graph(result.labels(noise=self.noise), result.centers.size)
+            return self._densest_by_rho(result.labels(noise=self.noise), result.centers.size)
         xp = self._backend.xp
         k = center_rules.suggest_count(self._fields.gamma, xp)
         return self._backend.to_numpy(center_rules.by_gamma(xp.arange(self.n_points_), self._fields.gamma, xp)[:k])
@@ -262,16 +263,19 @@ class DensityPeaks(IndexedEstimator):
         labels = result.labels(noise=self.noise)
         self._labels = self._backend.asarray(labels)
         self._clusters = self._backend.asarray(result.cluster_labels)  # the halo needs every point's cluster
-        self.centers_ = self._on_the_graph(labels, result.centers.size)
+        self.centers_ = self._densest_by_rho(labels, result.centers.size)
         self._halo = None
         self.timings_["relabel"] = time.perf_counter() - started
         return self
 
-    def _on_the_graph(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+    def _densest_by_rho(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         """The automatic clusters' centers: each one's densest point by rho_ (ties by index), where DPC would put
         it, high on the decision graph; the topography's own peaks, densest by the kNN density, may sit at delta ~
         0 there, beside a point with more neighbours within dc."""
-        return densest_of_each(labels, self._backend.to_numpy(self._fields.order), n_clusters)
+        centers = densest_of_each(labels, self._backend.to_numpy(self._fields.order), n_clusters)
+        if (centers < 0).any():  # every cluster holds its kNN peak, never noise: a bug, never a center of -1
+            raise RuntimeError(f"automatic cluster {int(np.argmin(centers))} has no point")
+        return centers
 
     def choose_centers(
         self, centers=None, *, rho_min: float | None = None, delta_min: float | None = None,

@@ -17,12 +17,15 @@
    significantly above the saddle: log rho_peak - log rho_saddle < Z (eps_peak + eps_saddle). A merged cluster
    keeps the higher peak, so a pair once found significant stays so, and one pass over the sorted saddles merges
    exactly as repeating "merge the highest saddle that is not significant" would. Z is the one parameter, as
-   ADP's is, for data of up to TESTED_PEAKS candidate peaks (the quality benchmark's sets have 15-65). With more
-   candidates a noise bump has more chances to look significant: 4 Gaussian blobs of 250k points each gave 7-9
-   clusters at Z = 2.5, a single blob of 400k 1-3. So Z grows with the candidates m as a one-sided Gaussian
-   tail's quantile does at a fixed chance of any false peak (Bonferroni): Z' = sqrt(Z^2 + 2 ln(m / TESTED_PEAKS)),
-   from exp(-Z'^2 / 2) = exp(-Z^2 / 2) TESTED_PEAKS / m. 2-D data at k = 16 have about one candidate in 35
-   points: for Z = 2.5, Z' is about 3.6 at 100k points and 4.2 at 1M.
+   ADP's is, for data of up to TESTED_PEAKS candidate peaks (the quality benchmark's sets have 12-66). With more
+   candidates a noise bump has more chances to look significant: 4 Gaussian blobs of 250k points each gave 7-10
+   clusters at Z = 2.5, a single blob of 400k 2-5 in 10 of 12 seeds. So Z grows with the candidates m, a
+   Bonferroni-style heuristic: Z' = sqrt(Z^2 + 2 ln(m / TESTED_PEAKS)), from the leading term of a one-sided
+   Gaussian tail, exp(-Z'^2 / 2) = exp(-Z^2 / 2) TESTED_PEAKS / m (the exact quantile is a little lower: 3.52
+   against 3.60 at m = 2,857). 2-D data at k = 16 have about one candidate in 35 points: for Z = 2.5, Z' is about
+   3.6 at 100k points and 4.2 at 1M. The price: the error stays 1 / sqrt(k), so a peak must stand higher above
+   its saddle as N grows (a density ratio of about 8 at 1M points, against 3.5), and close clusters that Z as
+   given separated merge (of 35 and 50 touching blobs, one to three).
    Saddles of equal height (exact copies make them) are merged as that repetition does when it takes, of equal
    saddles, the pair with the densest peaks first: at one height a cluster whose peak is significant ("strong")
    never merges with another strong one, so the strong clusters, densest first, each take every cluster it reaches
@@ -46,7 +49,7 @@ from .cpu import labels as follow_parents
 from .hierarchy import find_root
 
 TWO_NN_KEPT = 0.9  # TwoNN leaves out the largest 10 % of r2 / r1, where density changes inflate it
-TESTED_PEAKS = 100  # candidate peaks that the significance is taken as given for; more raise it (significance_for)
+TESTED_PEAKS = 100  # candidate peaks the significance holds as given for; more raise it (significance_for)
 
 
 @dataclass(frozen=True)
@@ -96,9 +99,9 @@ def intrinsic_dimension(sq: np.ndarray, n_dims: int) -> float:
 
 
 def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float,
-               tested_peaks: int | None = TESTED_PEAKS) -> Topography:  # fmt: skip
+               tested_peaks: float = TESTED_PEAKS) -> Topography:  # fmt: skip
     """The automatic clustering from every point's k nearest other points, nearest first (ids (N, k) with -1
-    past the N - 1 others, squared distances (N, k)); k = ids.shape[1] >= 2. ``tested_peaks=None`` takes the
+    past the N - 1 others, squared distances (N, k)); k = ids.shape[1] >= 2. ``tested_peaks=math.inf`` takes the
     significance as given however many candidate peaks there are (the quality benchmark's baseline)."""
     ids, sq = np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(sq, np.float32)
     n, k = ids.shape
@@ -111,7 +114,7 @@ def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float
     peaks = order[parent[order] < 0]
     candidate = follow_parents(parent, order, peaks)
     u, v, saddle = _saddles(ids, candidate, log_density)
-    threshold = (significance if tested_peaks is None else significance_for(significance, peaks.size, tested_peaks)) * 2 * error
+    threshold = significance_for(significance, peaks.size, tested_peaks) * 2 * error
     merged_into, cluster_saddle = _merge(u, v, saddle, log_density[peaks], threshold)
     cluster_labels = merged_into[candidate]
     centers = peaks[np.unique(merged_into, return_index=True)[1]]  # peaks are densest first: each cluster's first
@@ -121,8 +124,9 @@ def topography(ids: np.ndarray, sq: np.ndarray, n_dims: int, significance: float
 
 @nb.njit(cache=True, nogil=True)
 def densest_of_each(labels, density_order, n_clusters):
-    """Each cluster's first point in ``density_order`` (densest first), for labels 0..n_clusters-1; -1 labels none.
-    With DPC's order at dc, where each automatic cluster's peak sits on the decision graph."""
+    """Each cluster's first point in ``density_order`` (densest first), for labels 0..n_clusters-1 (points labelled
+    -1, noise, are in none); -1 for a cluster without points. With DPC's order at dc, where each automatic
+    cluster's peak sits on the decision graph."""
     first = np.full(n_clusters, -1, np.int64)
     found = 0
     for i in density_order:
@@ -135,7 +139,7 @@ def densest_of_each(labels, density_order, n_clusters):
     return first
 
 
-def significance_for(significance: float, candidates: int, tested_peaks: int = TESTED_PEAKS) -> float:
+def significance_for(significance: float, candidates: int, tested_peaks: float = TESTED_PEAKS) -> float:
     """Z for ``candidates`` candidate peaks: Z itself up to ``tested_peaks``, then sqrt(Z^2 + 2 ln(candidates /
     tested_peaks)), the same chance of any false peak among more of them (see the module's notes, step 4)."""
     return float(np.sqrt(significance**2 + 2 * np.log(max(candidates / tested_peaks, 1.0))))

@@ -1,6 +1,7 @@
 """``dpstudio cluster`` as a user runs it: a subprocess on real files, good and bad."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -57,6 +58,14 @@ def test_centers_name_the_inputs_rows_as_the_summary_does_when_rows_are_left_out
     for row, message in ((10, "row 10 was left out (NaN or infinite value)"), (2300, "row 2300 is not a row of the input (rows 0 to 2299)")):
         refused = dpstudio("cluster", tmp_path / "gaps.csv", "--drop-nonfinite", "--centers", f"{row},")
         assert refused.returncode == 2 and message in refused.stderr
+
+
+def test_the_summary_names_the_significance_raised_for_many_candidate_peaks_and_a_stream_names_late_rows(tmp_path):
+    pd.DataFrame(np.random.default_rng(0).normal(size=(20_000, 2)), columns=["x", "y"]).to_csv(tmp_path / "one.csv", index=False)
+    facts = json.loads(dpstudio("cluster", tmp_path / "one.csv", "--json").stdout)
+    assert re.fullmatch(r"density topography, significance 2\.5, raised to 3\.\d\d for \d{3},?\d* candidate peaks", facts["centers_rule"])
+    late = dpstudio("stream", tmp_path / "one.csv", "--base", "100", "--centers", "5,102")
+    assert late.returncode == 2 and "--centers: row 102 is past the first fit's 100 points (--base)" in late.stderr
 
 
 def test_automatic_clusters_noise_the_gamma_rule_and_the_entropy_dc():

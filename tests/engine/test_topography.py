@@ -2,6 +2,8 @@
 and merging by its iterative definition (merge the highest saddle that is not significant, ties to the densest pair of
 peaks, recompute, repeat)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -106,13 +108,13 @@ def test_more_candidate_peaks_than_tested_raise_the_significance_as_the_referenc
     _, centers, labels, _ = reference(points, 3, 1.0)
     np.testing.assert_array_equal(result.centers, centers)
     np.testing.assert_array_equal(result.labels(), labels)
-    assert topography(ids, sq, 2, 1.0, tested_peaks=None).centers.size > centers.size  # Z as given: more
+    assert topography(ids, sq, 2, 1.0, tested_peaks=math.inf).centers.size > centers.size  # Z as given: more
 
 
 @pytest.mark.slow
-def test_a_single_gaussian_of_400k_points_is_one_automatic_cluster(rng):
-    """Without the raise, Z = 2.5 split such a blob into 2-4 clusters in seven of eight seeds tried."""
-    assert DensityPeaks(backend="cpu").fit(rng.normal(size=(400_000, 2))).centers_.size == 1
+def test_a_single_gaussian_of_400k_points_is_one_automatic_cluster():
+    """Without the raise, Z = 2.5 split such a blob into 2-5 clusters in 10 of 12 seeds tried; this seed gave 3."""
+    assert DensityPeaks(backend="cpu").fit(np.random.default_rng(0).normal(size=(400_000, 2))).centers_.size == 1
 
 
 def test_estimator_default_is_the_topography(rng):
