@@ -117,21 +117,28 @@ def test_a_single_gaussian_of_400k_points_is_one_automatic_cluster():
     assert DensityPeaks(backend="cpu").fit(np.random.default_rng(0).normal(size=(400_000, 2))).centers_.size == 1
 
 
+def assert_densest_by_rho(dp):
+    """Each automatic cluster's center is its densest point by DPC's rho (ties by index): its peak on the graph."""
+    for c, center in enumerate(dp.centers_):
+        members = np.flatnonzero(dp.labels_ == c)
+        assert center == members[np.lexsort((members, -dp.rho_[members]))[0]]
+
+
 def test_estimator_default_is_the_topography(rng):
     centers = np.array([[0.0, 0], [12, 0], [0, 12]])  # apart, so clusters (and saddles between them) exist
     points = np.vstack([centers[rng.integers(0, 3, 1500)] + rng.normal(size=(1500, 2)), rng.uniform(-8, 20, (300, 2))])
     dp = DensityPeaks(backend="cpu").fit(points)
     result = topography(*dp.indexed_.neighbours(DENSITY_K), 2, SIGNIFICANCE)
     np.testing.assert_array_equal(dp.labels_, result.labels())
-    for c, center in enumerate(dp.centers_):  # each cluster's densest point by DPC's rho: its peak on the graph
-        members = np.flatnonzero(dp.labels_ == c)
-        densest = members[np.lexsort((members, -dp.rho_[members]))[0]]
-        assert center == densest and dp.delta_[center] > 5  # the clusters are 12 apart; a kNN peak may have ~0
+    assert_densest_by_rho(dp)
+    assert (dp.delta_[dp.centers_] > 5).all()  # the clusters are 12 apart; a kNN peak's delta may be ~0
     np.testing.assert_array_equal(dp.suggest_centers(), dp.centers_)
     labels = dp.set_dc(dp.dc_ / 2).labels_
     np.testing.assert_array_equal(labels, result.labels())  # no dc changes it
+    assert_densest_by_rho(dp)  # the centers do: each cluster's densest point at the new dc
     noisy = DensityPeaks(noise=True, backend="cpu").fit(dp.indexed_)
     np.testing.assert_array_equal(noisy.labels_, result.labels(noise=True))
+    assert_densest_by_rho(noisy)  # of the points not called noise
     assert (noisy.labels_ == -1).any() and noisy.halo_.shape == (len(points),)
     dp.assign(n_centers=3)  # a choice on the decision graph labels along parent_ as before
     assert len(dp.centers_) >= 3 and dp.labels_.max() == len(dp.centers_) - 1
