@@ -242,16 +242,11 @@ class SessionPlots:
         pointed = self._ring("view", ["x_axis", "y_axis"])
         return (self.view_image * centers * pointed).opts(
             hv.opts.RGB(title=VIEW_TITLE, framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
-                        hooks=[self._view_title], **_size()),
+                        hooks=[_view_title], **_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
-
-    def _view_title(self, plot, element) -> None:
-        """The 2-D view's title, after each redraw: its lasso shows points on the decision graph, which DPC alone
-        has (the title said so under DBSCAN and HDBSCAN too)."""
-        plot.state.title.text = VIEW_TITLE if self.studio.method == "dpc" else VIEW_TITLE.split(":")[0]
 
     def pinned_view(self) -> hv.DynamicMap:
         """The pinned clustering in the same 2-D view, small, for the comparison strip."""
@@ -293,7 +288,8 @@ class SessionPlots:
         return self._shaded("decision graph", *self._graph_job(revision, selected, x_range, y_range, width, height))
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
-        return self._shaded("2-D view", *self._view_job(revision, x_axis, y_axis, x_range, y_range, width, height))
+        image = self._shaded("2-D view", *self._view_job(revision, x_axis, y_axis, x_range, y_range, width, height))
+        return image.relabel(self.studio.method)  # for _view_title
 
     def _graph_job(self, revision, selected, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
         x, y = self._graph_coordinates()
@@ -461,6 +457,13 @@ def _select_on_markers_only(plot, element) -> None:
         if isinstance(tool, (LassoSelectTool, BoxSelectTool)):
             tool.renderers = [plot.handles["glyph_renderer"]]
             tool.continuous = False
+
+
+def _view_title(plot, element) -> None:
+    """The 2-D view's title, after each redraw: its lasso shows points on the decision graph, which DPC alone has
+    (the title said so under DBSCAN and HDBSCAN too). The image's label names the method: a hook is kept in
+    HoloViews' options for good, so one that held a session's plots kept every closed page alive."""
+    plot.state.title.text = VIEW_TITLE if element.label == "dpc" else VIEW_TITLE.split(":")[0]
 
 
 def view_dims(x_axis: str, y_axis: str) -> tuple[str, str]:
