@@ -200,7 +200,8 @@ class SessionPlots:
         # before the streams' own watchers (and first of a batched update's, which start with the data set): new data
         # resets the zoom, then the images are shaded ahead
         self._watch(studio, self._studio_changed, ["dataset", "x_axis", "y_axis", "revision", "selected"])
-        self._watch(self.session, lambda *e: self.graph_ranges.reset(), ["dc", "kernel", "log_axes"])
+        # DPC's points (an edit too: every rho may change), before its revision, whose image is then shaded ahead once
+        self._watch(self.session, lambda *e: self.graph_ranges.reset(), ["dataset", "dc", "kernel", "log_axes"])
         self._watch(self.session, lambda *e: self._shade_ahead("decision graph"), ["revision"])
         # one stream per watched set, shared by every layer that redraws on it: HoloViews then updates the overlay
         # once per change, not once per layer (each update walks the whole overlay)
@@ -348,12 +349,10 @@ class SessionPlots:
     def _studio_changed(self, *events) -> None:
         changed = {event.name: event for event in events}
         # other data or axes: the old zoom means nothing. Points added or deleted keep the 2-D view's (a teacher
-        # zoomed in to add one), not the decision graph's: every rho may change (a stream's first fit on a tenth of
-        # the points kept the whole set's rho axis, five times too long, and its batches would outgrow it)
-        if "dataset" in changed:
-            self.graph_ranges.reset()
-            if not _edited(changed["dataset"].old, changed["dataset"].new):
-                self.view_ranges.reset()
+        # zoomed in to add one), not the decision graph's (reset with DPC's points: a stream's first fit on a tenth
+        # of the points kept the whole set's rho axis, five times too long, and its batches would outgrow it)
+        if "dataset" in changed and not _edited(changed["dataset"].old, changed["dataset"].new):
+            self.view_ranges.reset()
         elif changed.keys() & {"x_axis", "y_axis"}:
             self.view_ranges.reset()
         if "revision" in changed:
