@@ -86,7 +86,6 @@ class DBSCANPlots:
         return hv.Curve((eps, clusters if which == "clusters" else noise), "ε", which)
 
 
-
 def _ticks_at_1_2_5(plot, element) -> None:
     """The k-distance's log axis ticked at 1, 2 and 5 of each decade the curve spans, 1-9 as minor ticks. Bokeh's
     LogTicker falls back on linear ticks where a curve spans little more than a decade (min_samples 6 on moons:

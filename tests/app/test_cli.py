@@ -42,21 +42,19 @@ def test_json_parquet_and_every_center_syntax(tmp_path):
     assert len(pd.read_parquet(out)) == 1920
 
 
-def test_centers_name_the_inputs_rows_as_the_summary_does_when_rows_are_left_out(tmp_path):
+def test_centers_name_the_inputs_rows_as_the_summary_does_when_rows_are_left_out(blobs_with_nan_rows):
     """--centers i,j are rows of the input, as the summary's centers and --out's index are: with NaN rows before
     them left out, the points at those rows are the centers, and the summary names the same rows back."""
-    points = pd.read_csv(sample_data.path("blobs"))
-    points.iloc[[3, 10, 500]] = np.nan
-    points.to_csv(tmp_path / "gaps.csv", index=False)
+    gaps = blobs_with_nan_rows
     chosen = [1522, 208]
-    result = dpstudio("cluster", tmp_path / "gaps.csv", "--drop-nonfinite", "--json", "--centers", ",".join(map(str, chosen)))
+    result = dpstudio("cluster", gaps, "--drop-nonfinite", "--json", "--centers", ",".join(map(str, chosen)))
     assert result.returncode == 0, result.stderr
     facts = json.loads(result.stdout)
     assert facts["centers"][:2] == chosen and sum(facts["cluster_sizes"]) == 2297  # (and the densest point, if not)
-    again = json.loads(dpstudio("cluster", tmp_path / "gaps.csv", "--drop-nonfinite", "--json", "--centers", ",".join(map(str, facts["centers"]))).stdout)
+    again = json.loads(dpstudio("cluster", gaps, "--drop-nonfinite", "--json", "--centers", ",".join(map(str, facts["centers"]))).stdout)
     assert again["centers"] == facts["centers"] and again["cluster_sizes"] == facts["cluster_sizes"]  # read back the same
     for row, message in ((10, "row 10 was left out (NaN or infinite value)"), (2300, "row 2300 is not a row of the input (rows 0 to 2299)")):
-        refused = dpstudio("cluster", tmp_path / "gaps.csv", "--drop-nonfinite", "--centers", f"{row},")
+        refused = dpstudio("cluster", gaps, "--drop-nonfinite", "--centers", f"{row},")
         assert refused.returncode == 2 and message in refused.stderr
 
 

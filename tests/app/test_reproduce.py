@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_document, session_json
 from dpstudio.app.streaming import Streaming
@@ -314,14 +313,11 @@ def test_after_edits_the_commands_centers_are_the_same_points_of_the_file(studio
     assert set(map(int, centers)) == picked_rows  # the file's rows
 
 
-def test_with_rows_left_out_the_commands_centers_are_the_files_rows(cache, tmp_path):
+def test_with_rows_left_out_the_commands_centers_are_the_files_rows(cache, blobs_with_nan_rows, tmp_path):
     """A file whose NaN rows the page left out, before the centers: the command's --centers name the file's rows
     (as the CLI's summary and --out do, and the clusters table), and the command gives the page's clusters."""
-    points = pd.read_csv(sample_data.path("blobs"))
-    points.iloc[[3, 10, 500]] = np.nan
-    points.to_csv(tmp_path / "gaps.csv", index=False)
     studio = Studio()
-    studio.load(cache.file(tmp_path / "gaps.csv"))
+    studio.load(cache.file(blobs_with_nan_rows))
     studio.dpc.pick_count(3)
     line = command_line(studio)
     centers = [int(c) for c in line.split("--centers ")[1].split()[0].split(",")]
