@@ -21,7 +21,7 @@ import pandas as pd
 import param
 
 from dpstudio.engine import DensityPeaks
-from dpstudio.engine.dpc import density_notice
+from dpstudio.engine.dpc import check_n_centers, density_notice
 from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset
@@ -188,11 +188,10 @@ class ClusteringSession(MethodState):
         self._choose(centers=np.asarray(centers, dtype=np.int64).reshape(-1))
 
     def pick_count(self, n_clusters: int | None) -> None:
-        """Centers = the n points of largest gamma."""
-        n_points = self._require_data().n_points_
-        if n_clusters is None or isinstance(n_clusters, bool) or n_clusters != int(n_clusters) or not 1 <= n_clusters <= n_points:
-            raise ValueError(f"the number of clusters must be a whole number from 1 to {n_points:,}, got {n_clusters}")
-        self._choose(n_centers=int(n_clusters))
+        """Centers = the n points of largest gamma; None (an emptied box) is refused like a fraction, where the
+        engine would take it for no count given."""
+        check_n_centers(n_clusters, self._require_data().n_points_)
+        self._choose(n_centers=n_clusters)
 
     def suggest(self) -> None:
         """The automatic clustering (the density topography; it does not change with dc)."""

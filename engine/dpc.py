@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 
 import numpy as np
@@ -21,6 +22,13 @@ SUGGESTIONS = ("auto", "gamma")
 def check_dc_rule(dc_rule: str) -> None:
     if dc_rule not in DC_RULES:
         raise ValueError(f"dc_rule must be one of {', '.join(DC_RULES)}, got {dc_rule!r}")
+
+
+def check_n_centers(n_centers, n_points: int) -> None:
+    """A whole number of centers from 1 to n_points: a fraction is refused, never cut to a whole number."""
+    whole = not isinstance(n_centers, bool) and isinstance(n_centers, numbers.Real) and float(n_centers).is_integer()
+    if not (whole and 1 <= n_centers <= n_points):
+        raise ValueError(f"the number of centers must be a whole number from 1 to {n_points:,}, got {n_centers!r}")
 
 
 def check_suggest(suggest: str) -> None:
@@ -301,8 +309,7 @@ class DensityPeaks(IndexedEstimator):
                 raise ValueError("centers contain the same point twice")
             return chosen
         if n_centers is not None:
-            if not 1 <= int(n_centers) <= self.n_points_:
-                raise ValueError(f"n_centers must be between 1 and {self.n_points_}, got {n_centers}")
+            check_n_centers(n_centers, self.n_points_)
             candidates = xp.arange(self.n_points_)
             return backend.to_numpy(center_rules.by_gamma(candidates, fields.gamma, xp)[: int(n_centers)])
         if rho_min is not None or delta_min is not None:

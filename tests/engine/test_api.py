@@ -87,7 +87,11 @@ def test_assign_by_rectangle_polygon_and_count(rng):
         ({"centers": [0.5]}, "integer"),
         ({"polygon": [(0, 0), (1, 1)]}, "at least 3"),
         ({"polygon": [(0, 0), (1, np.nan), (2, 0)]}, "finite"),
-        ({"n_centers": 0}, "between 1 and"),
+        ({"n_centers": 0}, "whole number from 1 to 100, got 0"),
+        ({"n_centers": 101}, "whole number from 1 to 100, got 101"),
+        ({"n_centers": 2.5}, "got 2.5"),  # refused, where int() cut it to 2
+        ({"n_centers": True}, "got True"),
+        ({"n_centers": "3"}, "got '3'"),
     ],
 )
 def test_bad_center_choices(kwargs, message, rng):
