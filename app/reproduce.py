@@ -75,14 +75,10 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
 
 
 def _file_centers(dataset: Dataset, centers: np.ndarray) -> np.ndarray:
-    """The centers as the file's rows (what ``--centers`` names): after edits, each one's place in the data set as
-    loaded first (they were indices of the edited points, so other points of the file; an added point has none),
-    then that point's row (rows left out for NaN/inf come before some)."""
-    loaded, places = dataset, np.asarray(centers, np.int64)
-    if dataset.base is not None:
-        loaded, places = dataset.base, np.asarray(dataset.indexed.rows)[places]
-        places = places[places < loaded.n_points]
-    return loaded.points.rows[places]
+    """The centers as the file's rows (what ``--centers`` names); points added on the page, whose rows count on
+    past the file's last, have none."""
+    rows = dataset.points.rows[np.asarray(centers, np.int64)]
+    return rows[rows <= dataset.original.points.rows.max(initial=-1)]
 
 
 def _exact(value: float) -> str:

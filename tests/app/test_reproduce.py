@@ -306,11 +306,13 @@ def test_after_edits_the_commands_centers_are_the_same_points_of_the_file(studio
     low = int(np.setdiff1d(np.arange(50), keep)[0])  # a point before the centers, so that their indices shift
     near = [(float(x[low]) + dx, float(y[low]) + dy) for dx, dy in ((-0.05, -0.05), (0.05, -0.05), (0.05, 0.05), (-0.05, 0.05))]
     studio.delete_in_view(near)
-    studio.dpc.choose(np.flatnonzero(np.isin(studio.dataset.points.rows, list(picked_rows))))
+    studio.add_point(-7.0, 3.0)  # far from every blob: a center of its own, with no row in the file
+    added = studio.dataset.n_points - 1
+    studio.dpc.choose([*np.flatnonzero(np.isin(studio.dataset.points.rows, list(picked_rows))), added])
     blobs = cache.sample("blobs")
-    assert studio.dataset.base is blobs and set(studio.dataset.points.rows[studio.dpc.centers].tolist()) == picked_rows
+    assert studio.dataset.base is blobs and studio.dataset.points.rows[added] > blobs.points.rows.max()
     centers = command_line(studio).split("--centers ")[1].split()[0].rstrip(",").split(",")
-    assert set(map(int, centers)) == picked_rows  # the file's rows
+    assert set(map(int, centers)) == picked_rows  # the file's rows, the added point left out
 
 
 def test_with_rows_left_out_the_commands_centers_are_the_files_rows(cache, blobs_with_nan_rows, tmp_path):
