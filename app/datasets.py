@@ -24,6 +24,7 @@ from dpstudio.engine.indexed import Progress
 from dpstudio.engine.projection import pca_2d, tsne_2d
 
 PCA_AXES = ("PC1", "PC2")
+ROW_AXIS = "input row"  # the 2-D view's second axis for one feature, where PCA's second component is 0
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ class Dataset:
 
     @property
     def axes(self) -> tuple[str, ...]:
-        """Names the 2-D view can show: every feature column, the principal components, then any embedding."""
-        return (*self.points.columns, *PCA_AXES, *(f"{name} {k}" for name in self.embeddings for k in (1, 2)))
+        """Names the 2-D view can show: every feature column, the principal components (for one feature: the input
+        row instead), then any embedding."""
+        projected = (ROW_AXIS,) if len(self.points.columns) == 1 else PCA_AXES
+        return (*self.points.columns, *projected, *(f"{name} {k}" for name in self.embeddings for k in (1, 2)))
 
     def embed(self) -> tuple[str, str]:
         """Compute the t-SNE view once (kept with the data set, so every session shares it); its two axes."""
@@ -80,9 +83,12 @@ class Dataset:
                        base.points.columns, base.standardized, base=base)  # fmt: skip
 
     def default_axes(self) -> tuple[str, str]:
-        return self.points.columns[:2] if len(self.points.columns) == 2 else PCA_AXES
+        columns = self.points.columns
+        return {1: (columns[0], ROW_AXIS), 2: tuple(columns)}.get(len(columns), PCA_AXES)
 
     def axis_values(self, name: str) -> np.ndarray:
+        if name == ROW_AXIS and name not in self.points.columns:
+            return self.points.rows.astype(np.float64)
         if name in PCA_AXES:
             return self.projection[:, PCA_AXES.index(name)]
         embedding, _, k = name.rpartition(" ")

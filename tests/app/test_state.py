@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpstudio import sample_data
-from dpstudio.app.datasets import DatasetCache
+from dpstudio.app.datasets import ROW_AXIS, DatasetCache
 from dpstudio.app.state import CONFIRM_ABOVE, ClusteringSession, Picks, follow_picks
 from dpstudio.app.studio import Studio
 from dpstudio.engine import DataError, DensityPeaks, to_points
@@ -341,6 +341,20 @@ def test_high_dimensional_data_opens_on_principal_components(cache):
     studio.load(cache.sample("blobs3d"))
     assert (studio.x_axis, studio.y_axis) == ("PC1", "PC2")
     assert studio.dataset.axis_values("PC1").shape == (studio.dataset.n_points,)
+
+
+def test_one_feature_is_drawn_against_its_input_row(cache, tmp_path):
+    """A one-column file opened on PC1 against a PC2 of zeros, every point on one line; now on the value against
+    the input row (rows left out for NaN keep their numbers), and no principal component is offered."""
+    values = [0.1, 0.2, float("nan"), 5.0, 5.1, 5.2]
+    (tmp_path / "one.csv").write_text("t\n" + "\n".join(map(str, values)) + "\n")
+    studio = Studio()
+    studio.load(cache.file(tmp_path / "one.csv"))
+    assert (studio.x_axis, studio.y_axis) == ("t", ROW_AXIS) and studio.param.x_axis.objects == ["t", ROW_AXIS]
+    x, y = studio.plot_coordinates("view")
+    np.testing.assert_allclose(x, [0.1, 0.2, 5.0, 5.1, 5.2], rtol=1e-6)
+    np.testing.assert_array_equal(y, [0, 1, 3, 4, 5])
+    studio.close()
 
 
 def test_uploads_are_parsed_in_memory_in_every_format(cache, tmp_path, monkeypatch, rng):
