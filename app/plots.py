@@ -30,6 +30,7 @@ from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
 MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
+UNSEEN_MARKER = {"colour": ("#ffffff00", "#00000000")}  # two transparent colours: see with_unseen_rows
 log = logging.getLogger("dpstudio")
 SHADING_THREADS = 2  # both plots of a change at once
 _SHADING = ThreadPoolExecutor(SHADING_THREADS, thread_name_prefix="dpstudio-shading")
@@ -432,14 +433,16 @@ class SessionPlots:
         x, y = dataset.axis_values(x_axis)[centers], dataset.axis_values(y_axis)[centers]
         return self._centers(x, y, view_dims(x_axis, y_axis), centers)
 
-    def _centers(self, x, y, names: tuple[str, str], centers: np.ndarray) -> hv.Points:
+    def _centers(self, x, y, names: tuple, centers: np.ndarray) -> hv.Points:
         centers = centers[:MAX_MARKERS]
         clusters = np.arange(len(centers))
         x, y = x[:MAX_MARKERS], y[:MAX_MARKERS]
         columns = {
-            names[0]: x, names[1]: y, "cluster": clusters, "row": self.studio.dataset.points.rows[centers],
+            **{hv.Dimension(name).name: values for name, values in zip(names, (x, y))},
+            "cluster": clusters, "row": self.studio.dataset.points.rows[centers].astype(np.int64),
             "colour": np.array([cluster_colour(c) for c in clusters], object),  # strings even when empty (BokehJS)
         }  # fmt: skip
+        columns = with_unseen_rows(columns, UNSEEN_MARKER)
         return hv.Points(columns, list(names), ["cluster", "row", "colour"])  # columns, not a DataFrame: a cheaper redraw
 
 
@@ -465,8 +468,26 @@ def _view_title(plot, element) -> None:
     plot.state.title.text = VIEW_TITLE if element.label == "dpc" else VIEW_TITLE.split(":")[0]
 
 
-def view_dims(x_axis: str, y_axis: str) -> tuple[str, str]:
-    return (x_axis, y_axis) if x_axis != y_axis else (x_axis, f"{y_axis} ")  # one column on both axes
+def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:
+    """The 2-D view's dimensions: named x and y whatever the axes show, labelled with them. Named after the axes,
+    the layers' columns changed names with the axes, and BokehJS drew a glyph's new fields before its data's
+    (a console warning per draw, 40 on opening a one-column file)."""
+    return hv.Dimension("x", label=x_axis), hv.Dimension("y", label=y_axis)
+
+
+def with_unseen_rows(columns: dict[str, np.ndarray], styles: dict[str, tuple]) -> dict[str, np.ndarray]:
+    """``columns`` and two rows drawn nowhere whose ``styles`` differ (the other columns NaN, or -1 if whole
+    numbers). HoloViews sends a styled column that holds one value as that value: as the rows changed (a center
+    alone after Clear, one explained point's rings), a layer's glyph switched between a constant and a column of
+    its data, in an update BokehJS drew before the data's own (a console warning at each draw: 146 for one
+    explaining click)."""
+
+    def unseen(name: str, values: np.ndarray) -> np.ndarray:
+        if name in styles:
+            return np.asarray(styles[name], values.dtype)
+        return np.full(2, np.nan if values.dtype.kind == "f" else -1, values.dtype)
+
+    return {name: np.concatenate([values, unseen(name, values)]) for name, values in columns.items()}
 
 
 def _size() -> dict:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import colorcet
 import holoviews as hv
 import numpy as np
-import pandas as pd
 
-from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, cluster_colour, detach_streams, view_dims
+from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, cluster_colour, detach_streams, view_dims, with_unseen_rows
 from .teaching import MAX_RINGED, Teaching, arrow_segments
 
 DENSITY_COLOURS = colorcet.palette["bmy"]  # dark to bright: sparse to dense
@@ -27,7 +26,7 @@ ARROWS = {"forest": ("#555555", 1.0, 0.5), "faint": ("#999999", 0.8, 0.4), "bold
           "chain": (CHAIN_COLOUR, 2.5, 1.0), "edges": ("#333333", 1.2, 0.8)}  # fmt: skip
 # markers: (marker, size, line width, fill opacity); their colour is per point
 MARKERS = {"step": ("circle", 6, 0.5, 1.0), "center": ("x", MARKER_SIZE, 3.0, 1.0), "counted": ("circle", 7, 1.0, 0.0)}
-# two rows each layer draws nowhere, whose styles differ (see _with_unseen_rows)
+# two rows each layer draws nowhere, whose styles differ (see plots.with_unseen_rows)
 UNSEEN_ARROWS = {"colour": ("#ffffff00", "#00000000"), "width": (0.0, 1.0), "alpha": (0.0, 0.5)}
 UNSEEN_MARKERS = {"colour": ("#ffffff00", "#00000000"), "marker": ("circle", "x"), "size": (0.0, 1.0), "width": (0.0, 1.0),
                   "fill": (0.0, 0.5)}  # fmt: skip
@@ -88,17 +87,17 @@ class TeachingPlots:
             kinds.append(("chain", facts["chain"][:-1], facts["chain"][1:]))
         x, y, names = self._coordinates()
         spans = (float(np.ptp(x)), float(np.ptp(y)))
-        columns = {name: [] for name in (*names, "x_end", "y_end", "colour", "width", "alpha")}
+        columns = {name: [] for name in ("x", "y", "x_end", "y_end", "colour", "width", "alpha")}
         for kind, tails, heads in kinds if self.teaching.explains else []:
             # the tree's edges have no direction: lines, not arrows
             segments = (x[tails], y[tails], x[heads], y[heads]) if kind == "edges" else arrow_segments(x, y, tails, heads, spans)
-            for name, values in zip((*names, "x_end", "y_end"), segments):
+            for name, values in zip(("x", "y", "x_end", "y_end"), segments):
                 columns[name].append(values)
             for name, value in zip(("colour", "width", "alpha"), ARROWS[kind]):
                 columns[name].append(np.full(segments[0].size, value, object if name == "colour" else float))
-        frame = pd.DataFrame({name: np.concatenate(parts) if parts else np.empty(0, object if name == "colour" else float)
-                              for name, parts in columns.items()})  # fmt: skip
-        return hv.Segments(_with_unseen_rows(frame, UNSEEN_ARROWS), [*names, "x_end", "y_end"], ["colour", "width", "alpha"],
+        columns = {name: np.concatenate(parts) if parts else np.empty(0, object if name == "colour" else float)
+                   for name, parts in columns.items()}  # fmt: skip
+        return hv.Segments(with_unseen_rows(columns, UNSEEN_ARROWS), [*names, "x_end", "y_end"], ["colour", "width", "alpha"],
                            group="Teaching")  # fmt: skip
 
     def _markers(self) -> hv.Points:
@@ -114,15 +113,15 @@ class TeachingPlots:
             if counted.size <= MAX_RINGED:
                 groups.append(("counted", counted, np.full(counted.size, "black", object)))
         x, y, names = self._coordinates()
-        frame = pd.DataFrame({
-            names[0]: np.concatenate([x[points] for _, points, _ in groups] or [np.empty(0)]),
-            names[1]: np.concatenate([y[points] for _, points, _ in groups] or [np.empty(0)]),
+        columns = {
+            "x": np.concatenate([x[points] for _, points, _ in groups] or [np.empty(0)]),
+            "y": np.concatenate([y[points] for _, points, _ in groups] or [np.empty(0)]),
             "colour": np.concatenate([colours for _, _, colours in groups] or [np.empty(0, object)]),
             **{name: np.concatenate([np.full(points.size, MARKERS[kind][k], object if k == 0 else float)
                                      for kind, points, _ in groups] or [np.empty(0, object if k == 0 else float)])
                for k, name in enumerate(("marker", "size", "width", "fill"))},
-        })  # fmt: skip
-        return hv.Points(_with_unseen_rows(frame, UNSEEN_MARKERS), list(names), ["colour", "marker", "size", "width", "fill"],
+        }  # fmt: skip
+        return hv.Points(with_unseen_rows(columns, UNSEEN_MARKERS), list(names), ["colour", "marker", "size", "width", "fill"],
                          group="Teaching")  # fmt: skip
 
     def _circle(self) -> hv.Overlay:
@@ -177,13 +176,3 @@ def _step_colours(picture: dict) -> np.ndarray:
     if picture["stage"] == "halo":
         colours[labels < 0] = HALO_GREY
     return colours
-
-
-def _with_unseen_rows(frame: pd.DataFrame, styles: dict[str, tuple]) -> pd.DataFrame:
-    """``frame`` and two rows drawn nowhere (NaN coordinates, transparent) whose ``styles`` differ. HoloViews sends
-    a styled column that holds one value as that value: as the rows changed (one explained point's rings, then a
-    step's colours), a layer's glyph switched between a constant and a column of its data, in an update BokehJS
-    drew before the data's own (a console warning at each draw: 146 for one explaining click)."""
-    unseen = {name: [np.nan, np.nan] for name in frame.columns if name not in styles}
-    unseen_rows = pd.DataFrame({**unseen, **{name: list(values) for name, values in styles.items()}}).astype(frame.dtypes)
-    return pd.concat([frame, unseen_rows], ignore_index=True)

@@ -22,6 +22,8 @@ from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARK
 from dpstudio.app.studio import Studio
 from dpstudio.app.tree_plot import NO_BOXES, tree_boxes
 
+from .layers import drawn
+
 
 def test_no_cluster_colour_passes_for_the_halo_grey():
     assert HALO_GREY not in CLUSTER_COLOURS and len(set(CLUSTER_COLOURS)) == len(CLUSTER_COLOURS) == 20
@@ -46,10 +48,10 @@ def test_center_markers_are_capped():
     plots, session = SessionPlots(studio), studio.dpc
     session.pick_count(MAX_MARKERS + 50)
     assert len(session.centers) > MAX_MARKERS
-    assert len(plots._graph_centers(session.revision)) == MAX_MARKERS
-    assert len(plots._view_centers(studio.revision, "x", "y")) == MAX_MARKERS
+    assert drawn(plots._graph_centers(session.revision)) == MAX_MARKERS
+    assert drawn(plots._view_centers(studio.revision, "x", "y")) == MAX_MARKERS
     studio.set_method("dbscan")  # centers are DPC's: no markers for the other methods
-    assert len(plots._view_centers(studio.revision, "x", "y")) == 0
+    assert drawn(plots._view_centers(studio.revision, "x", "y")) == 0
 
 
 def test_a_frame_drawn_between_dpcs_new_data_set_and_the_studios_has_no_markers(cache):
@@ -62,9 +64,9 @@ def test_a_frame_drawn_between_dpcs_new_data_set_and_the_studios_has_no_markers(
     studio.dpc.load(larger)
     studio.dpc.pick_count(50)
     assert studio.dpc.centers.max() >= studio.dataset.n_points  # some past the end of the data set shown
-    assert len(plots._view_centers(studio.revision, "x", "y")) == 0
+    assert drawn(plots._view_centers(studio.revision, "x", "y")) == 0
     studio.load(larger)
-    assert len(plots._view_centers(studio.revision, "x", "y")) == len(studio.dpc.centers)
+    assert drawn(plots._view_centers(studio.revision, "x", "y")) == len(studio.dpc.centers)
 
 
 def test_large_points_cover_more_pixels_in_their_colours():

@@ -4,7 +4,6 @@ the layers drawn from them."""
 
 from __future__ import annotations
 
-import holoviews as hv
 import numpy as np
 import pytest
 
@@ -15,6 +14,7 @@ from dpstudio.engine import DBSCAN, DensityPeaks
 from dpstudio.engine.cpu import density_order
 
 from ..engine.datasets import CASES
+from .layers import drawn
 
 
 @pytest.fixture
@@ -130,11 +130,6 @@ def circles_in(path) -> list[np.ndarray]:
         gaps = np.flatnonzero(np.isnan(vertices).any(axis=1))
         pieces += [kept for piece in np.split(vertices, gaps) if (kept := piece[~np.isnan(piece).any(axis=1)]).size]
     return pieces
-
-
-def drawn(layer: hv.Element) -> int:
-    """Rows a layer draws: those with coordinates (two more, at NaN, keep its styles columns: see _with_unseen_rows)."""
-    return int(np.isfinite(layer.dframe()[layer.kdims[0].name]).sum())
 
 
 def test_the_layers_draw_the_circle_the_counted_points_and_the_chain(teaching):

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from dpstudio.app.plots import VIEW_TITLE
 
-from .test_app import ROWS, TIMEOUT_MS, dc_field, open_app, plot_canvas, type_into
+from .test_app import ROWS, TIMEOUT_MS, data_set_info, dc_field, open_app, plot_canvas, type_into
 
 pytestmark = pytest.mark.browser
 
@@ -205,3 +205,24 @@ def test_ground_truth_colours_and_the_pinned_comparison(page: Page, server):
     page.get_by_role("button", name="Unpin").click()
     expect(page.get_by_text("Pinned: DPC dc=")).to_be_hidden(timeout=TIMEOUT_MS)
 
+
+def test_other_axes_a_lone_center_and_a_one_column_file_draw_without_warnings(page: Page, server, tmp_path):
+    """BokehJS warned of missing fields at every draw while a layer's columns changed names with the axes (40 on
+    opening a one-column file) and while the markers' colour went from a column to one value (27 after Clear). A
+    one-column file is drawn against its input row, where it was drawn against a second component of zeros."""
+    warnings = []
+    page.on("console", lambda message: warnings.append(message.text) if "nonexistent field" in message.text else None)
+    open_app(page, server.url)
+    for x, y in (("PC1", "PC2"), ("x", "y")):
+        page.get_by_label("2-D view: x").select_option(x)
+        page.get_by_label("2-D view: y").select_option(y)
+        page.wait_for_timeout(1500)
+    page.get_by_role("button", name="Clear").click()
+    expect(page.locator(ROWS)).to_have_count(1, timeout=TIMEOUT_MS)
+    page.evaluate("window.scrollTo(0, 0)")  # the button low in the sidebar scrolled the page
+    (tmp_path / "one.csv").write_text("t\n" + "\n".join(f"{v:g}" for v in [*range(40), *range(100, 140)]) + "\n")
+    page.locator("input.filepond--browser").set_input_files(tmp_path / "one.csv")
+    expect(data_set_info(page)).to_contain_text("one.csv: 80 points × 1 features", timeout=TIMEOUT_MS)
+    expect(page.get_by_label("2-D view: y")).to_have_value("input row")
+    page.wait_for_timeout(2000)  # the redraws' warnings arrive
+    assert not warnings, warnings[:3]
