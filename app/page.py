@@ -63,6 +63,15 @@ CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
 BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
 POINT_AT = "Point at a point (either plot) to see what it is."
+# a file FilePond has sent is grey and "Sent", not green and "Upload complete": whether it loads is said above the
+# plots, and a file that fails (a header without rows) showed a success beside the error
+SENT_FILE_CSS = """
+.filepond--root [data-filepond-item-state='processing-complete'] .filepond--item-panel { background-color: #64605e; }
+.filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-main { font-size: 0; }
+.filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-main::after {
+  content: "Sent"; font-size: 0.75rem;
+}
+"""
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
@@ -151,7 +160,8 @@ class StudioPage:
         # FilePond refuses a file over the limit in the browser, and sends the rest in chunks the websocket takes.
         # No accepted types: FilePond checks MIME types only, and browsers give .npy and .parquet none (""), so it
         # refused them; the server names what it reads instead (read_upload)
-        self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB")
+        self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB",
+                                             stylesheets=[SENT_FILE_CSS])  # fmt: skip
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature until you choose; each is z-scored while Standardize is ticked.",

@@ -131,6 +131,11 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     expect(page.get_by_text("Loading failed")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".alert", has_text="Loading failed")).to_contain_text("column 'b' is not numeric: value 'oops' at row 1")
     assert table_rows(page) == 5  # still the blobs clustering
+    # the file was sent, not loaded: FilePond's success green beside the error read as a contradiction
+    sent = page.locator(".filepond--item[data-filepond-item-state='processing-complete']")
+    expect(sent).to_have_count(1, timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)  # FilePond fades the colour in: an expect that polls saw grey on the way to green
+    assert sent.locator(".filepond--panel-center").evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(100, 96, 94)"
 
 
 def test_npy_and_parquet_files_load_and_other_types_are_named(page: Page, server, tmp_path, rng):
