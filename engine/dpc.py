@@ -25,10 +25,15 @@ def check_dc_rule(dc_rule: str) -> None:
 
 
 def check_n_centers(n_centers, n_points: int) -> None:
-    """A whole number of centers from 1 to n_points: a fraction is refused, never cut to a whole number."""
-    whole = not isinstance(n_centers, bool) and isinstance(n_centers, numbers.Real) and float(n_centers).is_integer()
+    """A whole number of centers (one cluster each) from 1 to n_points: a fraction is refused, never cut to a whole
+    number."""
+    if isinstance(n_centers, bool) or not isinstance(n_centers, numbers.Real):
+        whole = False
+    else:  # an Integral as it is: float() of a huge int overflows
+        whole = isinstance(n_centers, numbers.Integral) or float(n_centers).is_integer()
     if not (whole and 1 <= n_centers <= n_points):
-        raise ValueError(f"the number of centers must be a whole number from 1 to {n_points:,}, got {n_centers!r}")
+        shown = repr(n_centers) if isinstance(n_centers, str) else n_centers
+        raise ValueError(f"the number of clusters (n_centers) must be a whole number from 1 to {n_points:,}, got {shown}")
 
 
 def check_suggest(suggest: str) -> None:

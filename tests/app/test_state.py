@@ -234,7 +234,7 @@ def test_a_failed_action_leaves_the_state_as_it_was(session):
     before = (session.dc, session.centers.copy(), session.revision, session.model.labels_.copy())
     with pytest.raises(ValueError, match="dc must be a finite positive number"):
         session.set_dc(-1.0)
-    with pytest.raises(ValueError, match="the number of centers must be a whole number from 1 to"):
+    with pytest.raises(ValueError, match="the number of clusters \\(n_centers\\) must be a whole number from 1 to"):
         session.pick_count(0)
     assert session.dc == before[0] and session.revision == before[2]
     np.testing.assert_array_equal(session.centers, before[1])

@@ -92,6 +92,8 @@ def test_assign_by_rectangle_polygon_and_count(rng):
         ({"n_centers": 2.5}, "got 2.5"),  # refused, where int() cut it to 2
         ({"n_centers": True}, "got True"),
         ({"n_centers": "3"}, "got '3'"),
+        ({"n_centers": np.int64(0)}, "got 0$"),
+        ({"n_centers": 10**400}, "got 1000"),  # a ValueError, where float() overflowed
     ],
 )
 def test_bad_center_choices(kwargs, message, rng):
