@@ -24,7 +24,8 @@ from dpstudio.engine.indexed import Progress
 from dpstudio.engine.projection import pca_2d, tsne_2d
 
 PCA_AXES = ("PC1", "PC2")
-ROW_AXIS = "input row"  # the 2-D view's second axis for one feature, where PCA's second component is 0
+ROW_AXIS = "input row"  # the 2-D view's second axis for one feature, where PCA's second component is 0 (bracketed
+# where the feature has that name)
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,27 @@ class Dataset:
         return self if self.base is None else self.base
 
     @property
+    def first_added_row(self) -> int:
+        """One past the input's last row, kept or left out (NaN/inf): points added on the page are numbered from
+        here (from the last kept row, an added point took a left-out row's number, and a download gave it twice)."""
+        points = self.original.points
+        return int(max(points.rows.max(initial=-1), points.dropped_rows.max(initial=-1))) + 1
+
+    @property
+    def added(self) -> np.ndarray:
+        """Whether each point was added on the page (it has no row of the input)."""
+        return self.points.rows >= self.first_added_row
+
+    @property
     def axes(self) -> tuple[str, ...]:
         """Names the 2-D view can show: every feature column, the principal components (for one feature: the input
         row instead), then any embedding."""
-        projected = (ROW_AXIS,) if len(self.points.columns) == 1 else PCA_AXES
+        projected = (self._row_axis,) if len(self.points.columns) == 1 else PCA_AXES
         return (*self.points.columns, *projected, *(f"{name} {k}" for name in self.embeddings for k in (1, 2)))
+
+    @property
+    def _row_axis(self) -> str:
+        return ROW_AXIS if ROW_AXIS not in self.points.columns else f"({ROW_AXIS})"
 
     def embed(self) -> tuple[str, str]:
         """Compute the t-SNE view once (kept with the data set, so every session shares it); its two axes."""
@@ -76,7 +93,7 @@ class Dataset:
         if order is not None:
             indexed.number_rows(order, max(first, int(order.max(initial=-1)) + 1))
         order = indexed.rows
-        rows = np.where(order < first, file_rows[np.minimum(order, first - 1)], file_rows.max(initial=-1) + 1 + order - first)
+        rows = np.where(order < first, file_rows[np.minimum(order, first - 1)], base.first_added_row + order - first)
         points = Points(indexed.backend.to_numpy(indexed.points), base.points.columns, rows, base.points.dropped_rows)
         projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))
         return Dataset(f"{base.key}|edited", f"{base.name} (edited)", points, indexed, projection, None, None,
@@ -84,10 +101,10 @@ class Dataset:
 
     def default_axes(self) -> tuple[str, str]:
         columns = self.points.columns
-        return {1: (columns[0], ROW_AXIS), 2: tuple(columns)}.get(len(columns), PCA_AXES)
+        return {1: (columns[0], self._row_axis), 2: tuple(columns)}.get(len(columns), PCA_AXES)
 
     def axis_values(self, name: str) -> np.ndarray:
-        if name == ROW_AXIS and name not in self.points.columns:
+        if len(self.points.columns) == 1 and name == self._row_axis:
             return self.points.rows.astype(np.float64)
         if name in PCA_AXES:
             return self.projection[:, PCA_AXES.index(name)]

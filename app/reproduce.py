@@ -77,8 +77,8 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
 def _file_centers(dataset: Dataset, centers: np.ndarray) -> np.ndarray:
     """The centers as the file's rows (what ``--centers`` names); points added on the page, whose rows count on
     past the file's last, have none."""
-    rows = dataset.points.rows[np.asarray(centers, np.int64)]
-    return rows[rows <= dataset.original.points.rows.max(initial=-1)]
+    centers = np.asarray(centers, np.int64)
+    return dataset.points.rows[centers][~dataset.added[centers]]
 
 
 def _exact(value: float) -> str:
@@ -119,14 +119,13 @@ def edits_document(dataset: Dataset) -> dict:
     rows = dataset.points.rows
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
     runs = [[int(run[0]), int(run[-1]) + 1] for run in np.split(rows, breaks) if run.size]
-    added = rows > dataset.base.points.rows.max(initial=-1)
-    return {"rows": runs, "added": dataset.points.values[added].astype(np.float64).tolist()}  # float32 values: exact
+    return {"rows": runs, "added": dataset.points.values[dataset.added].astype(np.float64).tolist()}  # float32: exact
 
 
 def edited_points(base: Dataset, edits: dict) -> tuple[np.ndarray, np.ndarray]:
     """(values, order) of the edited points an edits document describes (``order`` as in ``Dataset.edited``)."""
     file_rows, first_new = base.points.rows, base.n_points
-    last, n_added = int(file_rows.max(initial=-1)), len(edits["added"])
+    last, n_added = base.first_added_row - 1, len(edits["added"])
     stop = max(stop for _, stop in edits["rows"])
     if stop > last + 1 + n_added:  # checked before any array is made: a saved file is not trusted with memory
         raise ValueError(f"the edits' rows go up to row {stop - 1}, past the file's last row ({last}) and the "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstudio.app.reproduce import command_line
+from dpstudio.app.reproduce import apply_session, command_line, read_session, session_json
 from dpstudio.app.studio import Studio
 from dpstudio.engine import DataError, DensityPeaks
 
@@ -93,3 +93,24 @@ def test_wrong_edits_say_why_and_change_nothing(cache, studio):
     studio.add_point(0.0, 0.0)
     with pytest.raises(DataError, match="choose the data set in the list again"):
         cache.features(studio.dataset, ["x"], standardize=False)
+
+
+def test_a_point_added_after_a_left_out_last_row_takes_a_row_of_its_own(cache, tmp_path):
+    """Added points were numbered from the last kept row: after a file whose last row is NaN, an added point took
+    that row's number, and the download listed the row twice (once empty, for the NaN)."""
+    rows = [f"{i % 7 * 0.3},{i // 7 * 0.3}" for i in range(40)] + ["nan,1"]
+    (tmp_path / "tail.csv").write_text("u,v\n" + "\n".join(rows) + "\n")
+    studio = Studio()
+    studio.load(cache.file(tmp_path / "tail.csv"))
+    studio.add_point(5.0, 5.0)
+    assert studio.dataset.points.rows[-1] == 41 and studio.dataset.added.tolist() == [False] * 40 + [True]
+    table = studio.dpc.labels_table()
+    assert table["index"].tolist() == list(range(42)) and table.loc[40, "reason"] == "NaN or infinite value"
+    fresh = Studio()  # a saved session gives the same rows back
+    fresh.load(cache.file(tmp_path / "tail.csv"))
+    apply_session(fresh, read_session(session_json(studio)), cache)
+    np.testing.assert_array_equal(fresh.dataset.points.rows, studio.dataset.points.rows)
+    np.testing.assert_array_equal(fresh.dataset.points.values, studio.dataset.points.values)
+    studio.close()
+    fresh.close()
+
