@@ -127,9 +127,12 @@ class Studio(param.Parameterized):
         """Insert a point where the 2-D view was clicked, with DPC's incremental engine (the view must show the
         data's two features, so that the click is a point of the data's space)."""
         columns = self.dataset.points.columns
+        if len(columns) != 2:
+            raise ValueError(f"a click adds a point to data of two features, where the 2-D view shows them both; this "
+                             f"data set has {len(columns)}")  # fmt: skip
         if not self.view_shows_features:
-            raise ValueError(f"a click adds a point where the 2-D view shows the data's two features ({', '.join(columns[:2])}"
-                             f"{', ...' if len(columns) > 2 else ''}); this one shows {self.x_axis} and {self.y_axis}")  # fmt: skip
+            raise ValueError(f"a click adds a point where the 2-D view shows the data's two features ({', '.join(columns)}); "
+                             f"this one shows {self.x_axis} and {self.y_axis}")  # fmt: skip
         at = {self.x_axis: x, self.y_axis: y}
         point = np.array([[at[name] for name in columns]], np.float64)
         self.edit(lambda model: model.partial_fit(point))

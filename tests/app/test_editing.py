@@ -114,3 +114,11 @@ def test_a_point_added_after_a_left_out_last_row_takes_a_row_of_its_own(cache, t
     studio.close()
     fresh.close()
 
+
+def test_one_feature_says_why_a_click_adds_no_point(cache, tmp_path):
+    (tmp_path / "one.csv").write_text("t\n" + "\n".join(str(i % 9) for i in range(30)) + "\n")
+    studio = Studio()
+    studio.load(cache.file(tmp_path / "one.csv"))
+    with pytest.raises(ValueError, match="data of two features.*this data set has 1"):
+        studio.add_point(1.0, 3.0)
+    studio.close()
