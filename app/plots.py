@@ -30,7 +30,7 @@ from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
 MAX_MARKERS = 200  # center markers drawn (the first, by gamma); thousands of markers would freeze the page
-UNSEEN_MARKER = {"colour": ("#ffffff00", "#00000000")}  # two transparent colours: see with_unseen_rows
+UNSEEN_COLOURS = ("#ffffff00", "#00000000")  # two transparent colours for a layer's unseen rows (with_unseen_rows)
 log = logging.getLogger("dpstudio")
 SHADING_THREADS = 2  # both plots of a change at once
 _SHADING = ThreadPoolExecutor(SHADING_THREADS, thread_name_prefix="dpstudio-shading")
@@ -442,7 +442,7 @@ class SessionPlots:
             "cluster": clusters, "row": self.studio.dataset.points.rows[centers].astype(np.int64),
             "colour": np.array([cluster_colour(c) for c in clusters], object),  # strings even when empty (BokehJS)
         }  # fmt: skip
-        columns = with_unseen_rows(columns, UNSEEN_MARKER)
+        columns = with_unseen_rows(columns, {"colour": UNSEEN_COLOURS})
         return hv.Points(columns, list(names), ["cluster", "row", "colour"])  # columns, not a DataFrame: a cheaper redraw
 
 
@@ -471,13 +471,15 @@ def _view_title(plot, element) -> None:
 def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:
     """The 2-D view's dimensions: named x and y whatever the axes show, labelled with them. Named after the axes,
     the layers' columns changed names with the axes, and BokehJS drew a glyph's new fields before its data's
-    (a console warning per draw, 40 on opening a one-column file)."""
-    return hv.Dimension("x", label=x_axis), hv.Dimension("y", label=y_axis)
+    (a console warning per draw, 40 on opening a one-column file). HoloViews matches a dimension by its label too,
+    so a layer's dimensions are found by position, and one column on both axes labels y apart (equal labels made
+    one dimension of two: the image's bounds did not fit)."""
+    return hv.Dimension("x", label=x_axis), hv.Dimension("y", label=y_axis if y_axis != x_axis else f"{y_axis} ")
 
 
 def with_unseen_rows(columns: dict[str, np.ndarray], styles: dict[str, tuple]) -> dict[str, np.ndarray]:
-    """``columns`` and two rows drawn nowhere whose ``styles`` differ (the other columns NaN, or -1 if whole
-    numbers). HoloViews sends a styled column that holds one value as that value: as the rows changed (a center
+    """``columns`` and two rows drawn nowhere whose ``styles`` differ (the other columns NaN where float, else -1:
+    coordinates, and signed whole numbers such as clusters and rows). HoloViews sends a styled column that holds one value as that value: as the rows changed (a center
     alone after Clear, one explained point's rings), a layer's glyph switched between a constant and a column of
     its data, in an update BokehJS drew before the data's own (a console warning at each draw: 146 for one
     explaining click)."""

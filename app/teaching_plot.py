@@ -12,7 +12,7 @@ import colorcet
 import holoviews as hv
 import numpy as np
 
-from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, cluster_colour, detach_streams, view_dims, with_unseen_rows
+from .plots import HALO_GREY, MARKER_SIZE, OVER_THE_IMAGE, POINTED, UNSEEN_COLOURS, cluster_colour, detach_streams, view_dims, with_unseen_rows
 from .teaching import MAX_RINGED, Teaching, arrow_segments
 
 DENSITY_COLOURS = colorcet.palette["bmy"]  # dark to bright: sparse to dense
@@ -27,8 +27,8 @@ ARROWS = {"forest": ("#555555", 1.0, 0.5), "faint": ("#999999", 0.8, 0.4), "bold
 # markers: (marker, size, line width, fill opacity); their colour is per point
 MARKERS = {"step": ("circle", 6, 0.5, 1.0), "center": ("x", MARKER_SIZE, 3.0, 1.0), "counted": ("circle", 7, 1.0, 0.0)}
 # two rows each layer draws nowhere, whose styles differ (see plots.with_unseen_rows)
-UNSEEN_ARROWS = {"colour": ("#ffffff00", "#00000000"), "width": (0.0, 1.0), "alpha": (0.0, 0.5)}
-UNSEEN_MARKERS = {"colour": ("#ffffff00", "#00000000"), "marker": ("circle", "x"), "size": (0.0, 1.0), "width": (0.0, 1.0),
+UNSEEN_ARROWS = {"colour": UNSEEN_COLOURS, "width": (0.0, 1.0), "alpha": (0.0, 0.5)}
+UNSEEN_MARKERS = {"colour": UNSEEN_COLOURS, "marker": ("circle", "x"), "size": (0.0, 1.0), "width": (0.0, 1.0),
                   "fill": (0.0, 0.5)}  # fmt: skip
 
 

@@ -54,6 +54,32 @@ def test_center_markers_are_capped():
     assert drawn(plots._view_centers(studio.revision, "x", "y")) == 0
 
 
+def test_a_lone_center_keeps_its_markers_colour_a_column(cache):
+    """HoloViews sends a styled column of one value as that value: with one center (after Clear) the markers' glyph
+    switched from a colour column to a constant, and BokehJS warned of a missing field at each draw."""
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    plots = SessionPlots(studio)
+    studio.dpc.pick_count(1)
+    for markers in (plots._graph_centers(studio.dpc.revision), plots._view_centers(studio.revision, "x", "y")):
+        assert drawn(markers) == 1 and len(set(markers.dframe()["colour"])) > 1
+    plots.close()
+    studio.close()
+
+
+def test_one_column_on_both_axes_is_drawn(cache):
+    """HoloViews matches dimensions by label: x and y both labelled "x" were one dimension, and the image's bounds
+    did not fit it (the same column chosen for both axes)."""
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    plots = SessionPlots(studio)
+    studio.param.update(x_axis="x", y_axis="x")
+    image = plots._view_image(studio.revision, "x", "x", None, None, 300, 200)
+    assert [d.label.strip() for d in image.kdims] == ["x", "x"]
+    plots.close()
+    studio.close()
+
+
 def test_a_frame_drawn_between_dpcs_new_data_set_and_the_studios_has_no_markers(cache):
     """While another data set is chosen, DPC shows its new model a moment before the studio shows the data set: a
     view drawn then took the new model's centers as rows of the old data set (IndexError, in the server's log)."""

@@ -134,8 +134,9 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     # the file was sent, not loaded: FilePond's success green beside the error read as a contradiction
     sent = page.locator(".filepond--item[data-filepond-item-state='processing-complete']")
     expect(sent).to_have_count(1, timeout=TIMEOUT_MS)
-    page.wait_for_timeout(1000)  # FilePond fades the colour in: an expect that polls saw grey on the way to green
-    assert sent.locator(".filepond--panel-center").evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(100, 96, 94)"
+    # read once FilePond's colour fade has ended: an expect that polls saw grey on the way to green
+    colour = "e => Promise.all(e.getAnimations().map(a => a.finished)).then(() => getComputedStyle(e).backgroundColor)"
+    assert sent.locator(".filepond--panel-center").evaluate(colour) == "rgb(100, 96, 94)"
 
 
 def test_npy_and_parquet_files_load_and_other_types_are_named(page: Page, server, tmp_path, rng):
