@@ -32,7 +32,8 @@ KERNELS = ("cutoff", "gaussian")
 
 def data_source(studio: Studio) -> tuple[str | None, str]:
     """(sample name or None, the file a command line reads: a sample's or a served file's path, else its name)."""
-    key, name = studio.dataset.key.split("|")[0], studio.dataset.name  # the source, whatever features were chosen
+    # the source, whatever features were chosen or points edited (an edited upload is named "... (edited)")
+    key, name = studio.dataset.key.split("|")[0], studio.dataset.original.name
     if key.startswith("sample:"):
         sample = key.split(":", 1)[1]
         return sample, str(sample_data.path(sample))

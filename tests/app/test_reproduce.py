@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_document, session_json
 from dpstudio.app.streaming import Streaming
@@ -313,6 +314,15 @@ def test_after_edits_the_commands_centers_are_the_same_points_of_the_file(studio
     assert studio.dataset.base is blobs and studio.dataset.points.rows[added] > blobs.points.rows.max()
     centers = command_line(studio).split("--centers ")[1].split()[0].rstrip(",").split(",")
     assert set(map(int, centers)) == picked_rows  # the file's rows, the added point left out
+
+
+def test_an_edited_uploads_command_reads_the_uploaded_file(cache):
+    """The command of an upload with points added named the file "mine.csv (edited)", which does not exist."""
+    studio = Studio()
+    studio.load(cache.upload("mine.csv", sample_data.path("blobs").read_bytes(), max_bytes=2**20))
+    studio.add_point(0.0, 0.0)
+    assert studio.dataset.name == "mine.csv (edited)" and command_line(studio).startswith("dpstudio cluster mine.csv --")
+    studio.close()
 
 
 def test_with_rows_left_out_the_commands_centers_are_the_files_rows(cache, blobs_with_nan_rows, tmp_path):
