@@ -21,7 +21,8 @@ from .method_state import MethodState
 
 def _check_min_samples(value: int, dataset) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= dataset.n_points:
-        raise ValueError(f"min_samples must be a whole number from 1 to the number of points ({dataset.n_points}), got {value!r}")
+        raise ValueError(f"min_samples must be a whole number from 1 to the number of points ({dataset.n_points}), "
+                         f"got {'nothing' if value is None else value!r}")
     return int(value)
 
 

@@ -25,6 +25,13 @@ EPS_LABEL = "return Number(Math.pow(10, tick).toPrecision(3)).toString()"
 STATUS = ["dp-status"]
 
 
+def whole_number_input(name: str, **options) -> pn.widgets.FloatInput:
+    """A box for a whole number, unbounded (see DBSCANControls). A FloatInput, not an IntInput: a number past 2**53
+    typed there reached the server as a float, which the IntInput refused in a traceback, the box showing it beside
+    the value in use; the state's check refuses it, and a fraction, by name."""
+    return pn.widgets.FloatInput(name=name, step=1, **options)
+
+
 class DBSCANControls:
     def __init__(self, state: DBSCANState, plots: DBSCANPlots, start: Callable, follow: Callable):
         self.state, self.start, self.follow = state, start, follow
@@ -34,7 +41,7 @@ class DBSCANControls:
         self.eps_typed = pn.widgets.FloatInput(name="ε (type a value)", format=PrintfTickFormatter(format="%.6g"))
         # no bounds on the whole-number boxes: the browser kept a value out of them on show, unsent, beside the
         # clustering of the last good one; the state refuses it with a message instead
-        self.min_samples = pn.widgets.IntInput(name="min_samples (the point counted)", width=150)
+        self.min_samples = whole_number_input("min_samples (the point counted)", width=150)
         self.show_core = pn.widgets.Checkbox(name="Core points larger than border points", value=True)
         self.counts = pn.pane.Markdown()
         self.eps.param.watch(self._eps_moved, "value")
@@ -92,8 +99,8 @@ def _typed(eps: float) -> float:
 class HDBSCANControls:
     def __init__(self, state: HDBSCANState, plot: TreePlot, start: Callable):
         self.state = state
-        self.min_cluster_size = pn.widgets.IntInput(name="min_cluster_size", width=150)  # unbounded: see DBSCAN's
-        self.min_samples = pn.widgets.IntInput(name="min_samples", width=150)
+        self.min_cluster_size = whole_number_input("min_cluster_size", width=150)
+        self.min_samples = whole_number_input("min_samples", width=150)
         self.selection = pn.widgets.RadioButtonGroup(name="Selection", options={"excess of mass": "eom", "leaves": "leaf"}, **CHOICE_STYLE)
         self.picked = pn.pane.Markdown(css_classes=STATUS)
         self.back_to_rule = pn.widgets.Button(name="Back to the rule's selection", visible=False)

@@ -36,7 +36,7 @@ from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
 from .document import walk_held
 from .gamma_plot import GammaPlot
-from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls
+from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
 from .plots import MAX_MARKERS, SessionPlots
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
@@ -201,7 +201,7 @@ class StudioPage:
         self.click_mode = pn.widgets.RadioButtonGroup(name="A click in the 2-D view", options=CLICK_MODES, **CHOICE_STYLE)
         self.stream_percent = pn.widgets.FloatInput(name="Start with (% of the points)", value=BASE_PERCENT, start=0.1, end=99.9, width=130)
         self.stream_start = pn.widgets.Button(name="Start a stream", align="end")
-        self.batch_size = pn.widgets.IntInput(name="Points per batch", value=100, start=1, width=130)
+        self.batch_size = whole_number_input("Points per batch", value=100, width=130)
         self.stream_next = pn.widgets.Button(name="Next batch", disabled=True, align="end")
         self.stream_play = pn.widgets.Toggle(name="▶ Play", disabled=True)
         self.stream_undo = pn.widgets.Button(name="Take the last batch out", disabled=True)
@@ -221,7 +221,7 @@ class StudioPage:
         self.step_note = pn.pane.Markdown(visible=False)
         self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
         # no start: a bound makes the browser keep a 0 typed in the box and send nothing, and Pick used the old number
-        self.n_clusters = pn.widgets.IntInput(name="Number of clusters", value=3, width=130)
+        self.n_clusters = whole_number_input("Number of clusters", value=3, width=130)
         self.pick = pn.widgets.Button(name="Pick top γ", align="end")
         self.clear = pn.widgets.Button(name="Clear")
         self.undo = pn.widgets.Button(name="Undo", disabled=True)

@@ -7,6 +7,7 @@ The stream is the session's own (``Studio.edit``): other sessions keep the data 
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -70,8 +71,8 @@ class Streaming(param.Parameterized):
     def next_batch(self, size: int) -> None:
         """Insert the next ``size`` points of the data set."""
         self._require_stream()
-        if size < 1:
-            raise ValueError(f"a batch holds at least 1 point, got {size}")
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+            raise ValueError(f"a batch holds a whole number of points, at least 1, got {'nothing' if size is None else size}")
         if not self.remaining:
             raise ValueError("every point is in: the stream is over (delete the last batch, or start again)")
         batch = self._source.points.values[self.streamed : self.streamed + size]

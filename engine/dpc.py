@@ -32,7 +32,7 @@ def check_n_centers(n_centers, n_points: int) -> None:
     else:  # an Integral as it is: float() of a huge int overflows
         whole = isinstance(n_centers, numbers.Integral) or float(n_centers).is_integer()
     if not (whole and 1 <= n_centers <= n_points):
-        shown = repr(n_centers) if isinstance(n_centers, str) else n_centers
+        shown = repr(n_centers) if isinstance(n_centers, str) else "nothing" if n_centers is None else n_centers
         raise ValueError(f"the number of clusters (n_centers) must be a whole number from 1 to {n_points:,}, got {shown}")
 
 

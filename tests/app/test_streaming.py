@@ -64,8 +64,9 @@ def test_wrong_steps_say_why(streaming, cache):
     streaming.start(5)
     with pytest.raises(ValueError, match="only the first fit"):
         streaming.delete_last()
-    with pytest.raises(ValueError, match="at least 1 point"):
-        streaming.next_batch(0)
+    for size, shown in ((0, "0"), (2.5, "2.5"), (None, "nothing"), (1e23, "1e\\+23")):  # a slice of 2.5 or None raised a TypeError
+        with pytest.raises(ValueError, match=f"a whole number of points, at least 1, got {shown}"):
+            streaming.next_batch(size)
     streaming.studio.set_method("dbscan")
     with pytest.raises(ValueError, match="show DPC first"):
         streaming.next_batch(10)

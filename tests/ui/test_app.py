@@ -206,6 +206,10 @@ def test_a_number_of_clusters_of_0_is_refused_by_name(page: Page, server):
     page.get_by_role("button", name="Pick top γ").click()
     expect(page.locator(".alert", has_text="Relabelling failed")).to_contain_text("from 1 to 2,300, got 0", timeout=TIMEOUT_MS)
     assert table_rows(page) == 5  # the automatic clusters, as before
+    type_into(page.get_by_label("Number of clusters"), "99999999999999999999999")  # a float past 2**53: no traceback
+    page.get_by_role("button", name="Pick top γ").click()
+    expect(page.locator(".alert", has_text="Relabelling failed")).to_contain_text("got 1e+23", timeout=TIMEOUT_MS)
+    assert table_rows(page) == 5
 
 
 def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
