@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,13 +134,22 @@ def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd
         raise DataError(f"{name}: rows have more fields than the first line's {len(fields)}; is '{sep}' the separator?")
     has_header = not all(_is_number(f.strip().replace(decimal, ".")) for f in fields)
     options = {"sep": sep, "decimal": decimal, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
+    try:
+        return _read_csv(name, source, options, "utf-8")
+    except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
+        return _read_csv(name, source, options, "latin-1")
+
+
+def _read_csv(name: str, source: Path | io.BytesIO, options: dict, encoding: str) -> pd.DataFrame:
     with _opened(source) as handle:
         try:
-            return pd.read_csv(handle, **options)
-        except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
-            pass
-    with _opened(source) as handle:
-        return pd.read_csv(handle, encoding="latin-1", **options)
+            return pd.read_csv(handle, encoding=encoding, **options)
+        except pd.errors.ParserError as exc:  # "Error tokenizing data. C error: Expected 2 fields in line 3, saw 3"
+            ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+            if ragged is None:
+                raise DataError(f"{name} cannot be read as a table: {exc}") from exc
+            expected, line, saw = ragged.groups()
+            raise DataError(f"{name}: line {line} has {saw} fields where the lines before it have {expected}") from exc
 
 
 def _fields(line: str, sep: str) -> list[str]:

@@ -43,6 +43,7 @@ def test_named_columns_and_text_columns_skipped(tmp_path):
         ("name\nfoo\nbar\n", ".csv", "no numeric columns"),
         ("x,y\n1,2\nnan,3\n4,inf\n5,6\n", ".csv", "2 row(s) contain NaN or infinite values (first at row 1"),
         ("x,y\n1,2,3\n4,5,6\n", ".csv", "rows have more fields than the first line's 2; is ',' the separator?"),
+        ("x,y\n1,2\n3,4\n5,6,7\n", ".csv", "bad.csv: line 4 has 3 fields where the lines before it have 2"),  # not pandas' C error
         ("1,2\n", ".xlsx", "unsupported file type '.xlsx'"),
         ("not parquet", ".parquet", "cannot read"),
     ],
