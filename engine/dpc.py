@@ -399,13 +399,12 @@ class DensityPeaks(IndexedEstimator):
         return self._backend.to_numpy(getattr(self._fields, name))
 
 
-
 def density_notice(rho: np.ndarray, dc: float) -> str:
     """A warning when dc is so small that no point has a neighbour (every rho is 0), else an empty string."""
     if rho.max() > 0:
         return ""
-    return (f"dc = {dc:.6g} is below the smallest distance between points: every ρ is 0, so the decision "
-            "graph has no peaks. Use a larger dc or the percent rule.")  # fmt: skip
+    return (f"dc = {dc:.6g} is not above the smallest distance between points: every ρ is 0, so the decision "
+            "graph has no peaks. Use a larger dc (or percent).")  # fmt: skip
 
 
 def describe_changes(changes: dict) -> str:
