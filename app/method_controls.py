@@ -70,7 +70,8 @@ class DBSCANControls:
         self.eps_typed.param.update(value=_typed(state.eps), step=10 ** (math.floor(math.log10(state.eps)) - 1))  # arrows: 1-10%
         self.min_samples.value = state.min_samples
         clusters, noise = state.curve().at(state.eps)
-        self.counts.object = f"**{clusters:,} clusters, {noise:,} noise points** ({100 * noise / state.dataset.n_points:.1f}%)"
+        self.counts.object = (f"**{clusters:,} cluster{'s' * (clusters != 1)}, {noise:,} noise point{'s' * (noise != 1)}** "
+                              f"({100 * noise / state.dataset.n_points:.1f}%)")  # fmt: skip
 
     def _changed(self, name: str, value, label: str, action: Callable) -> None:
         if self.state.loaded and getattr(self.state, name) != value:  # not just show()

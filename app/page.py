@@ -64,9 +64,11 @@ LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
 BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
 POINT_AT = "Point at a point (either plot) to see what it is."
 # a file FilePond has sent is grey and "Sent", not green and "Upload complete": whether it loads is said above the
-# plots, and a file that fails (a header without rows) showed a success beside the error
+# plots, and a file that fails (a header without rows) showed a success beside the error. No "tap to undo" under
+# it: its button clears the box, and the data set loaded stays
 SENT_FILE_CSS = """
 .filepond--root [data-filepond-item-state='processing-complete'] .filepond--item-panel { background-color: #64605e; }
+.filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-sub { display: none; }
 .filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-main { font-size: 0; }
 .filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-main::after {
   content: "Sent"; font-size: 0.75rem;
