@@ -439,7 +439,7 @@ class SessionPlots:
         x, y = x[:MAX_MARKERS], y[:MAX_MARKERS]
         columns = {
             **{hv.Dimension(name).name: values for name, values in zip(names, (x, y))},
-            "cluster": clusters, "row": self.studio.dataset.points.rows[centers].astype(np.int64),
+            "cluster": clusters, "row": self.studio.dataset.points.rows[centers],
             "colour": np.array([cluster_colour(c) for c in clusters], object),  # strings even when empty (BokehJS)
         }  # fmt: skip
         columns = with_unseen_rows(columns, {"colour": UNSEEN_COLOURS})
@@ -479,10 +479,10 @@ def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:
 
 def with_unseen_rows(columns: dict[str, np.ndarray], styles: dict[str, tuple]) -> dict[str, np.ndarray]:
     """``columns`` and two rows drawn nowhere whose ``styles`` differ (the other columns NaN where float, else -1:
-    coordinates, and signed whole numbers such as clusters and rows). HoloViews sends a styled column that holds one value as that value: as the rows changed (a center
-    alone after Clear, one explained point's rings), a layer's glyph switched between a constant and a column of
-    its data, in an update BokehJS drew before the data's own (a console warning at each draw: 146 for one
-    explaining click)."""
+    coordinates, and signed whole numbers such as clusters and rows). HoloViews sends a styled column that holds
+    one value as that value: as the rows changed (a center alone after Clear, one explained point's rings), a
+    layer's glyph switched between a constant and a column of its data, in an update BokehJS drew before the
+    data's own (a console warning at each draw: 146 for one explaining click)."""
 
     def unseen(name: str, values: np.ndarray) -> np.ndarray:
         if name in styles:
