@@ -79,7 +79,7 @@ class Replicas:
         for tree in self.trees:
             if tree.status == "error":
                 tree.result()  # raises the worker's error here (a GPU asked of workers without one, ...)
-        signatures = set(self.client.gather([self._on(w, _signature, t) for w, t in zip(self.workers, self.trees)]))
+        signatures = set(_fetched([self._on(w, _signature, t) for w, t in zip(self.workers, self.trees)]))
         if len(signatures) != 1:
             raise RuntimeError(f"the workers built {len(signatures)} different trees over the same points")
         depth = signatures.pop()[0]
@@ -125,7 +125,7 @@ class Replicas:
     def delta_of_rho(self, tree, rho, progress=None):
         """(delta, parent) in point order for given densities (in point order), which go to every worker."""
         self._check(tree)
-        rho_tree = self._engine.to_numpy(rho)[self._tree_ids.result()]
+        rho_tree = self._engine.to_numpy(rho)[_fetched(self._tree_ids)]
         shared = self.client.scatter([tree_run(0, rho_tree)], broadcast=True, hash=False)  # one run: the whole tree
         return self._delta_from(self._gather(self._delta_shares(shared, send_ranking=False), progress, "delta"))
 
@@ -160,7 +160,7 @@ class Replicas:
     def _caller_tree_ids(self):
         """The workers' tree order, on the caller's device (fetched once)."""
         if self._ids is None:
-            self._ids = self._engine.asarray(self._tree_ids.result())
+            self._ids = self._engine.asarray(_fetched(self._tree_ids))
         return self._ids
 
     def _on(self, worker: str, function, *args):
@@ -184,18 +184,26 @@ class Replicas:
                 progress(phase, done / len(futures))
 
     def _gather(self, futures, progress, phase: str) -> list:
-        """The futures' results in their order, each fetched as soon as it is done (all at once, not one
-        after another), progress reported as each arrives."""
+        """The futures' results in their order, each fetched as soon as it is done (those done together, at once),
+        progress reported as they arrive; a failed or cancelled future raises."""
         from distributed import as_completed  # noqa: PLC0415  (dask is optional)
 
         results = {}
-        for done, (future, result) in enumerate(as_completed(futures, with_results=True), start=1):
-            if future.status != "finished":  # cancelled (with_results raises errors, not cancellations)
-                future.result()
-            results[future.key] = result
+        for batch in as_completed(futures).batches():
+            results.update(zip((future.key for future in batch), _fetched(batch)))
             if progress is not None:
-                progress(phase, done / len(futures))
+                progress(phase, len(results) / len(futures))
         return [results[future.key] for future in futures]
+
+
+def _fetched(futures):
+    """The results of a future, or a list of them, fetched from the workers that hold them. Dask's default for a client
+    outside the cluster has the scheduler fetch them and pass them on: at 100M points on two H100s over UCX, 5.5 s
+    a call against 0.38 s (distributed 2026.7.1 and distributed-ucxx 0.52), and on a 2-core host over TCP, two
+    results of 100 MB in 0.2-1.2 s against 0.08 s. Where a worker cannot be reached, Dask falls back to the
+    scheduler itself."""
+    first = futures[0] if isinstance(futures, list) else futures
+    return first.client.gather(futures, direct=True)
 
 
 PROTOCOLS = ("tcp", "ucx")

@@ -357,6 +357,39 @@ def test_strip_shares_cover_every_point_once_however_many_strips(parts, rng):
     np.testing.assert_array_equal(np.nansum(np.stack(shares), axis=0), whole)
 
 
+def _count_relayed_gathers(dask_scheduler) -> None:
+    """On the scheduler: count the gathers it serves (fetching results from the workers to pass them on)."""
+    relay = dask_scheduler.handlers["gather"]
+
+    async def counted(*args, **kwargs):
+        dask_scheduler.relayed_gathers += 1
+        return await relay(*args, **kwargs)
+
+    dask_scheduler.relayed_gathers, dask_scheduler.uncounted_gather = 0, relay
+    dask_scheduler.handlers["gather"] = counted
+
+
+def _uncount_gathers(dask_scheduler) -> None:
+    dask_scheduler.handlers["gather"] = dask_scheduler.uncounted_gather
+
+
+def test_results_come_from_the_workers_not_through_the_scheduler(client, rng):
+    """The caller fetches the shares and the tree order from the workers that hold them: passed on by the scheduler
+    (Dask's default for a client outside the cluster), 100M points' results took 5.5 s a call instead of 0.38 s."""
+    client.run_on_scheduler(_count_relayed_gathers)
+    relayed = lambda: client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.relayed_gathers)  # noqa: E731
+    try:
+        client.gather(client.submit(int, 1, pure=False), direct=False)
+        assert relayed() == 1  # the count sees a gather through the scheduler
+        points = CASES["blobs"](rng)
+        spread = DensityPeaks(suggest="gamma", backend="cpu", client=client).fit(points)
+        spread.set_dc(spread.dc_ / 2)  # a second call on the same workers
+        assert relayed() == 1
+    finally:
+        client.run_on_scheduler(_uncount_gathers)
+    assert_same_fit(spread, DensityPeaks(dc=spread.dc_, suggest="gamma", backend="cpu").fit(points))
+
+
 def test_a_cancelled_share_raises_where_its_result_was_wanted(client):
     """A share cancelled by another hand (client.cancel, a restart) is an error, not a result to read values from."""
     first = client.submit(time.sleep, 0.3, pure=False)
