@@ -77,13 +77,19 @@ class DBSCANPlots:
         # the same dimension names whatever is shown: BokehJS keeps the first columns it was sent
         ranks, distances = k_distance_points(self.state.k_distances()) if self.state.loaded else ([], [])
         return hv.Curve((ranks, distances), "points, by core distance",
-                        hv.Dimension("core distance", label=f"distance to the {min_samples}-th nearest"))  # fmt: skip
+                        hv.Dimension("core distance", label=f"distance to the {ordinal(min_samples)} nearest"))  # fmt: skip
 
     def _counts(self, which: str, min_samples, dataset, eps_view):
         if not self.state.loaded:
             return hv.Curve([], "ε", which)
         eps, clusters, noise = eps_steps(self.state.curve(), eps_view)
         return hv.Curve((eps, clusters if which == "clusters" else noise), "ε", which)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _ticks_at_1_2_5(plot, element) -> None:

@@ -201,7 +201,8 @@ class StudioPage:
         self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
         self.forest = pn.widgets.Checkbox(name="Every arrow (the parent forest)")
         self.click_mode = pn.widgets.RadioButtonGroup(name="A click in the 2-D view", options=CLICK_MODES, **CHOICE_STYLE)
-        self.stream_percent = pn.widgets.FloatInput(name="Start with (% of the points)", value=BASE_PERCENT, start=0.1, end=99.9, width=130)
+        # no bounds, as whole_number_input: the browser put a value out of them back without a word
+        self.stream_percent = pn.widgets.FloatInput(name="Start with (% of the points)", value=BASE_PERCENT, width=130)
         self.stream_start = pn.widgets.Button(name="Start a stream", align="end")
         self.batch_size = whole_number_input("Points per batch", value=100, width=130)
         self.stream_next = pn.widgets.Button(name="Next batch", disabled=True, align="end")

@@ -248,6 +248,7 @@ class SessionPlots:
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
+            hv.opts.Overlay(show_legend=False),  # the image's label names the method for _view_title, not a legend
         )  # fmt: skip
 
     def pinned_view(self) -> hv.DynamicMap:
@@ -394,10 +395,11 @@ class SessionPlots:
 
     def _graph_centers(self, revision):
         if not self.session.loaded:
-            return self._centers(np.empty(0), np.empty(0), ("rho", "delta"), np.empty(0, np.int64))
+            return self._centers(np.empty(0), np.empty(0), ("rho", "delta"), np.empty(0, np.int64), np.empty(0, np.int64))
         centers = self.session.model.centers_
         x, y = self._graph_coordinates()
-        return self._centers(x[centers], y[centers], ("rho", "delta"), centers)
+        # rows of DPC's own data set: the studio shows a data set that loads only after DPC has it
+        return self._centers(x[centers], y[centers], ("rho", "delta"), centers, self.session.dataset.points.rows)
 
     def _graph_corner(self, revision):
         """The rectangle that chose the centers: dashed lines from its corner to the right and to the top."""
@@ -431,15 +433,16 @@ class SessionPlots:
         shown = studio.method == "dpc" and studio.colour_by == "clusters" and studio.dpc_shows_dataset
         dataset, centers = studio.dataset, self.session.model.centers_ if shown else np.empty(0, np.int64)
         x, y = dataset.axis_values(x_axis)[centers], dataset.axis_values(y_axis)[centers]
-        return self._centers(x, y, view_dims(x_axis, y_axis), centers)
+        return self._centers(x, y, view_dims(x_axis, y_axis), centers, dataset.points.rows)
 
-    def _centers(self, x, y, names: tuple, centers: np.ndarray) -> hv.Points:
+    def _centers(self, x, y, names: tuple, centers: np.ndarray, rows: np.ndarray) -> hv.Points:
+        """Markers of the centers at (x, y), with their row of the data set they index (``rows``)."""
         centers = centers[:MAX_MARKERS]
         clusters = np.arange(len(centers))
         x, y = x[:MAX_MARKERS], y[:MAX_MARKERS]
         columns = {
             **{hv.Dimension(name).name: values for name, values in zip(names, (x, y))},
-            "cluster": clusters, "row": self.studio.dataset.points.rows[centers],
+            "cluster": clusters, "row": rows[centers],
             "colour": np.array([cluster_colour(c) for c in clusters], object),  # strings even when empty (BokehJS)
         }  # fmt: skip
         columns = with_unseen_rows(columns, {"colour": UNSEEN_COLOURS})

@@ -205,7 +205,9 @@ def query_document(query: str | dict) -> dict:
               **{name: ("DPC's", ["dpc"]) for name in ("kernel", "dc", "dc_percent", "centers")}}  # fmt: skip
     for name, (whose, methods) in owners.items():
         if name in params and method not in methods:
-            raise ValueError(f"{name} is {whose}: add {' or '.join(f'method={m}' for m in methods)}")
+            wanted = " or ".join(f"method={m}" for m in methods)
+            shown = f"the URL's method={method} does not use it" if "method" in params else f"add {wanted}"
+            raise ValueError(f"{name} is {whose}: {shown}" + (f" (use {wanted})" if "method" in params else ""))
     standardize = params.get("standardize", "0").lower()
     if standardize not in ("0", "1", "true", "false"):
         raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")

@@ -103,9 +103,7 @@ class ClusteringSession(MethodState):
         """Show a data set (its index is shared); dc from the current percent rule, the automatic clusters."""
         model = DensityPeaks(dc_percent=self.dc_percent or 2.0, kernel=self.kernel).fit(dataset.indexed, progress=progress)
         self._model, self._history = model, []  # the old data set's centers mean nothing here
-        with param.edit_constant(self):
-            self.param.update(dataset=dataset, dc_percent=self.dc_percent or 2.0, sweep=None)
-        self._publish(None, timings=dict(model.timings_))
+        self._publish(None, timings=dict(model.timings_), dataset=dataset, dc_percent=self.dc_percent or 2.0, sweep=None)
 
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
                progress=None) -> None:  # fmt: skip
@@ -124,9 +122,8 @@ class ClusteringSession(MethodState):
         except Exception:
             model.timings_.update(before)
             raise
-        with param.edit_constant(self):
-            self.param.update(kernel=kernel, dc_percent=dc_percent, sweep=self.sweep if kernel == self.kernel else None)
-        self._publish(picks, timings=dict(model.timings_))
+        sweep = self.sweep if kernel == self.kernel else None
+        self._publish(picks, timings=dict(model.timings_), kernel=kernel, dc_percent=dc_percent, sweep=sweep)
 
     def edit(self, change: Callable[[DensityPeaks], object], edited: Callable) -> None:
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy
@@ -146,9 +143,8 @@ class ClusteringSession(MethodState):
         chosen = model.chosen_centers_
         picks = None if chosen is None else Picks.of(model, chosen)
         self._model, self._history = model, []
-        with param.edit_constant(self):  # dc is no longer the percent rule's value on these points
-            self.param.update(dataset=edited(model.indexed_), sweep=None, dc_percent=None)
-        self._publish(picks, timings=dict(model.timings_))
+        # dc is no longer the percent rule's value on these points
+        self._publish(picks, timings=dict(model.timings_), dataset=edited(model.indexed_), sweep=None, dc_percent=None)
 
     def set_halo(self, show: bool) -> None:
         """Show the halo (grey) or not; it is computed here, not while drawing."""
@@ -242,13 +238,18 @@ class ClusteringSession(MethodState):
             self._history = [*self._history[-(UNDO_DEPTH - 1) :], self._picks]
         self._publish(picks, timings={"relabel": model.timings_["relabel"]})
 
-    def _publish(self, picks: Picks | None, timings: dict) -> None:
+    def _publish(self, picks: Picks | None, timings: dict, **changes) -> None:
+        """Show the model with its centers, and any other ``changes`` of this state's parameters, in one update:
+        watchers never see a new data set or dc beside the old one's centers (a slider's range built around the old
+        dc, markers indexing the old points)."""
         model = self._model
         self._picks, self._pending = picks, None
         if self.show_halo:
             model.halo_  # computed now, in the caller's thread, not while drawing
         with param.edit_constant(self):
             self.param.update(
+                **changes,  # first: a batched update calls watchers in the order their parameters were set, and those
+                # of the data set (a plot's zoom reset) go before those of the revision (its image shaded ahead)
                 dc=model.dc_, centers=np.asarray(model.centers_, np.int64), centers_picked=picks is not None,
                 corner=picks.corner if picks is not None and (picks.kernel, picks.dc) == (model.kernel_, model.dc_) else None,
                 pending_centers=0, can_undo=bool(self._history), notice=density_notice(model.rho_, model.dc_), timings=timings,

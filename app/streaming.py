@@ -56,8 +56,9 @@ class Streaming(param.Parameterized):
 
     def start(self, percent: float | None = BASE_PERCENT) -> None:
         """Show the first ``percent`` of the data set's points (at least 2), fitted afresh at the current dc."""
-        if percent is None or not 0 < percent < 100:
-            raise ValueError(f"the stream starts from a percentage of the points between 0 and 100, got {percent}")
+        if isinstance(percent, bool) or not isinstance(percent, numbers.Real) or not 0 < percent < 100:
+            shown = "nothing" if percent is None else percent
+            raise ValueError(f"the stream starts from a percentage of the points between 0 and 100, got {shown}")
         source = self.studio.dataset.original
         first = max(2, round(source.n_points * percent / 100))
         dpc = self.studio.dpc

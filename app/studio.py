@@ -213,18 +213,27 @@ class Studio(param.Parameterized):
 
     # results for the views ----------------------------------------------------------------------------------
     def labels(self) -> np.ndarray:
-        """What the 2-D view colours the points by."""
-        return self.dataset.truth if self.colour_by == "truth" else self.active.labels()
+        """What the 2-D view colours the points by: every point noise while the method's clusters are of another data
+        set (one loading, whose results come a moment before the studio shows it; a view drawn then mixed the two)."""
+        if self.colour_by == "truth":
+            return self.dataset.truth
+        return self.active.labels() if self._active_shows_dataset else np.full(self.dataset.n_points, -1, np.int64)
 
     def label_of(self, i: int) -> int:
         """Point i's entry of ``labels`` (the pointed point's facts at every relabel: not all N of them)."""
-        return int(self.dataset.truth[i]) if self.colour_by == "truth" else self.active.label_of(i)
+        if self.colour_by == "truth":
+            return int(self.dataset.truth[i])
+        return self.active.label_of(i) if self._active_shows_dataset else -1
 
     def large_points(self) -> np.ndarray | None:
         """Points drawn larger: DBSCAN's core points while its toggle is on."""
-        if self.method == "dbscan" and self.dbscan.show_core and self.colour_by == "clusters":
+        if self.method == "dbscan" and self.dbscan.show_core and self.colour_by == "clusters" and self._active_shows_dataset:
             return self.dbscan.core()
         return None
+
+    @property
+    def _active_shows_dataset(self) -> bool:
+        return self.active.dataset is self.dataset
 
     def truth_ari(self) -> float | None:
         """ARI of the current clustering with the ground truth, when the data set has one."""

@@ -410,7 +410,7 @@ def density_notice(rho: np.ndarray, dc: float) -> str:
 def describe_changes(changes: dict) -> str:
     """``cluster_changes`` in words: "appeared [3], merged {1: 0}, 25 points moved"."""
     words = [f"{name} {changes[name]}" for name in ("appeared", "vanished", "merged", "split") if changes[name]]
-    return ", ".join([*words, f"{changes['moved']} points moved"])
+    return ", ".join([*words, f"{changes['moved']} point{'s' * (changes['moved'] != 1)} moved"])
 
 
 def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forced=(False, False), by_points=False) -> dict:

@@ -250,6 +250,35 @@ def test_an_image_a_redraw_waits_for_is_not_shaded_ahead_again(monkeypatch):
     plots.close()
 
 
+def test_the_2d_view_has_no_legend():
+    """The view's image is labelled with the method (for its title's hook), which HoloViews drew as a legend box
+    reading "dpc" over the top right of the points."""
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    figure = hv.renderer("bokeh").get_plot(plots.data_view()).state
+    assert not [item for legend in figure.legend for item in legend.items]
+    plots.close()
+
+
+def test_markers_and_colours_stay_with_their_own_data_set_while_another_loads():
+    """Between DPC's load of a data set and the studio showing it, the graph's markers take DPC's rows, and the 2-D
+    view (still the old points) is drawn without the new clusters: they indexed or coloured one data set by
+    another's points (an IndexError and a ValueError in the server's log when a URL's failure was rolled back)."""
+    cache = DatasetCache(backend="cpu")
+    studio = Studio()
+    studio.load(cache.sample("blobs"))
+    plots = SessionPlots(studio)
+    studio.dpc.load(cache.sample("moons"))  # as Studio.load does, a moment before the studio shows moons
+    assert studio.dataset.name == "blobs" and studio.dpc.dataset.name == "moons"
+    markers = plots._graph_centers(studio.dpc.revision)
+    rows = cache.sample("moons").points.rows[studio.dpc.model.centers_]
+    np.testing.assert_array_equal(markers.dframe()["row"][: len(rows)], rows)
+    assert studio.labels().shape == (studio.dataset.n_points,) and (studio.labels() == -1).all()
+    assert studio.label_of(0) == -1 and studio.large_points() is None
+    plots.close()
+
+
 def test_the_decision_graphs_axes_say_what_they_show():
     studio = Studio()
     studio.load(DatasetCache(backend="cpu").sample("blobs"))

@@ -258,7 +258,7 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
                            ("selection=leaf", "selection is HDBSCAN's: add method=hdbscan"),
                            # DBSCAN shown for a moment, then DPC; DPC's dc set behind HDBSCAN
                            ("sample=blobs&eps=0.3", "eps is DBSCAN's: add method=dbscan"),
-                           ("sample=moons&method=hdbscan&dc=0.3", "dc is DPC's: add method=dpc"),
+                           ("sample=moons&method=hdbscan&dc=0.3", "dc is DPC's: the URL's method=hdbscan does not use it \\(use method=dpc\\)"),
                            ("method=DBSCAN&eps=0.3", "method must be one of dpc, dbscan, hdbscan, got 'DBSCAN'"),
                            ("method=hdbscan&selection=median", "selection must be one of eom, leaf"),
                            ("sample=blobs3d&features=x,x", "features name a column twice")]:  # fmt: skip

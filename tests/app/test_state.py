@@ -160,6 +160,23 @@ def test_switching_data_sets_leaves_nothing_to_undo(cache):
     assert not session.can_undo and session.centers.max() < 1400
 
 
+def test_watchers_never_see_a_new_data_set_beside_the_old_ones_dc_or_centers(cache):
+    """A load, a dc change and an edit publish in one update: a watcher of the data set or the percent rule saw the
+    old data set's dc and centers (the dc slider kept a range around blobs' dc on moons; markers indexed blobs' rows
+    in moons' 1,400 points)."""
+    session = ClusteringSession()
+    session.load(cache.sample("blobs"))
+    session.set_dc(0.8)  # typed: the percent rule is off, so the next load turns it on again
+    seen = []
+    session.param.watch(lambda *events: seen.append((session.dataset.name, session.dc, int(session.centers.max()))),
+                        ["dataset", "dc", "dc_percent", "centers"])
+    session.load(cache.sample("moons"))
+    expected_dc = DensityPeaks(dc_percent=2.0).fit(cache.sample("moons").indexed).dc_
+    assert seen == [("moons", expected_dc, int(session.centers.max()))] and session.centers.max() < 1400
+    session.set_dc(dc_percent=3.0)
+    assert len(seen) == 2 and seen[1][1] == session.dc != expected_dc
+
+
 def test_the_same_choice_again_is_no_undo_step(session):
     session.pick_count(2)
     revision = session.revision

@@ -10,6 +10,7 @@ import pytest
 from dpstudio.app.streaming import LOG_SHOWN, Streaming
 from dpstudio.app.studio import Studio
 from dpstudio.engine import DensityPeaks
+from dpstudio.engine.dpc import describe_changes
 
 
 @pytest.fixture
@@ -45,6 +46,8 @@ def test_batches_go_in_and_the_last_comes_out(streaming):
         assert_streamed(streaming, first + 150 * (k + 1))
     assert [row.number for row in streaming.log] == [0, 1, 2, 3] and all(row.milliseconds > 0 for row in streaming.log)
     assert "points moved" in streaming.log[-1].changes
+    none = {"appeared": [], "vanished": [], "merged": {}, "split": {}}
+    assert [describe_changes({**none, "moved": k}) for k in (0, 1, 2)] == ["0 points moved", "1 point moved", "2 points moved"]
     streaming.delete_last()
     assert_streamed(streaming, first + 300)
     assert streaming.log[-1].added == -150 and streaming.log[-1].changes.startswith("batch 3 taken out")
@@ -59,8 +62,9 @@ def test_batches_go_in_and_the_last_comes_out(streaming):
 def test_wrong_steps_say_why(streaming, cache):
     with pytest.raises(ValueError, match="no stream"):
         streaming.next_batch(10)
-    with pytest.raises(ValueError, match="between 0 and 100"):
-        streaming.start(0)
+    for percent, shown in ((0, "0"), (100, "100"), (None, "nothing"), ("abc", "abc")):  # the box has no bounds now
+        with pytest.raises(ValueError, match=f"a percentage of the points between 0 and 100, got {shown}$"):
+            streaming.start(percent)
     streaming.start(5)
     with pytest.raises(ValueError, match="only the first fit"):
         streaming.delete_last()

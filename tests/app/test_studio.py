@@ -95,6 +95,19 @@ def test_the_count_curves_show_where_clusters_start_and_where_they_end(studio, m
     assert (clusters[-1], noise[-1]) == (1, 0)
 
 
+def test_the_k_distance_axis_names_its_neighbour_in_english(studio):
+    from dpstudio.app.dbscan_plots import DBSCANPlots, ordinal
+
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th"]  # fmt: skip
+    studio.set_method("dbscan")
+    plots = DBSCANPlots(studio.dbscan)
+    studio.dbscan.set_min_samples(2)
+    label = plots._k_distance(2, studio.dataset).vdims[0].label
+    assert label == "distance to the 2nd nearest"  # not "2-th"
+    plots.close()
+
+
 def test_an_eps_far_outside_the_curves_is_drawn_on_them(studio):
     """A typed eps far past either end of the curves widens what they and the slider cover, so its marker shows;
     an eps back inside keeps the range (no slider re-ranged under the mouse), a new min_samples starts afresh."""

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .test_app import TIMEOUT_MS, lasso, open_app, plot_canvas
+from .test_app import TIMEOUT_MS, lasso, open_app, plot_canvas, type_into
 from .test_views import choose_method, click_at, switch_to_dbscan
 
 pytestmark = pytest.mark.browser
@@ -153,6 +153,11 @@ def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server
     open_app(page, server.url)
     info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
     open_tab(page, "Edit & stream")
+    start_with = page.get_by_label("Start with (% of the points)")
+    type_into(start_with, "100")  # the box put a value out of its bounds back without a word
+    page.get_by_role("button", name="Start a stream").click()
+    expect(page.locator(".alert", has_text="between 0 and 100, got 100")).to_be_visible(timeout=TIMEOUT_MS)
+    type_into(start_with, "10")
     page.get_by_role("button", name="Start a stream").click()
     expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
     note = page.get_by_text(re.compile(r"points in, [\d,]+ to come"))
@@ -160,7 +165,7 @@ def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server
     for k in range(1, 4):
         page.get_by_role("button", name="Next batch").click()
         expect(info).to_contain_text(f"{230 + 100 * k:,} points", timeout=TIMEOUT_MS)
-    log = page.locator(".tabulator-row").filter(has_text="points moved")
+    log = page.locator(".tabulator-row").filter(has_text=re.compile(r"points? moved"))
     expect(log).to_have_count(3, timeout=TIMEOUT_MS)  # batch 0 is the first fit
     page.get_by_role("button", name="Take the last batch out").click()
     expect(info).to_contain_text("430 points", timeout=TIMEOUT_MS)
