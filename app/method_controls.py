@@ -124,8 +124,10 @@ class HDBSCANControls:
         self.min_cluster_size.value, self.min_samples.value = state.min_cluster_size, state.min_samples
         self.selection.value = state.selection
         rule = "your clicks" if state.hand_picked else "the rule"
-        self.picked.object = (f"{len(state.model.selected_clusters_)} clusters, chosen by {rule}. Click a branch of the "
-                              "condensed tree to select it (its sub- and super-clusters leave) or deselect it.")  # fmt: skip
+        clusters, noise = len(state.model.selected_clusters_), int((state.model.labels_ < 0).sum())
+        self.picked.object = (f"{clusters} cluster{'s' * (clusters != 1)}, chosen by {rule} ({noise:,} noise "
+                              f"point{'s' * (noise != 1)}). Click a branch of the condensed tree to select it (its sub- "
+                              "and super-clusters leave) or deselect it.")  # fmt: skip
         self.back_to_rule.visible = state.hand_picked
 
     def _set(self, **change) -> None:

@@ -60,6 +60,9 @@ class Streaming(param.Parameterized):
             shown = "nothing" if percent is None else percent
             raise ValueError(f"the stream starts from a percentage of the points between 0 and 100, got {shown}")
         source = self.studio.dataset.original
+        # points added or deleted by hand (not a stream's, which ends at any other edit) are not streamed
+        dropped = " (the file's points: yours added or deleted by hand are left out)" if (
+            self.streamed is None and self.studio.dataset is not source) else ""  # fmt: skip
         first = max(2, round(source.n_points * percent / 100))
         dpc = self.studio.dpc
         fresh = DensityPeaks(dc=dpc.dc, kernel=dpc.kernel)
@@ -67,7 +70,7 @@ class Streaming(param.Parameterized):
             fresh.fit(IndexedPoints(source.points.values[:first], backend=source.indexed.backend.name)), np.arange(first)))
         self._source, self._batches = source, []
         self._record(first, Batch(0, first, first, len(dpc.centers), 1000 * seconds,
-                                  f"fit on the first {first:,} of {source.n_points:,} points"), fresh=True)  # fmt: skip
+                                  f"fit on the first {first:,} of {source.n_points:,} points{dropped}"), fresh=True)  # fmt: skip
 
     def next_batch(self, size: int) -> None:
         """Insert the next ``size`` points of the data set."""

@@ -77,7 +77,10 @@ def test_wrong_steps_say_why(streaming, cache):
     streaming.studio.set_method("dpc")
     streaming.studio.add_point(0.0, 0.0)  # the points edited otherwise: the stream is over, the edit stays
     assert streaming.streamed is None and streaming.log == []
-    streaming.start(5)  # and a new one starts from the data set as loaded
+    streaming.start(5)  # and a new one starts from the data set as loaded, and says the edit is left out
     assert streaming.studio.dataset.n_points == round(streaming.studio.dataset.base.n_points / 20)
+    assert "yours added or deleted by hand are left out" in streaming.log[0].changes
+    streaming.start(5)  # a stream started again: nothing of the user's own is left out
+    assert "by hand" not in streaming.log[0].changes
     streaming.studio.load(cache.sample("blobs"))
     assert streaming.streamed is None
