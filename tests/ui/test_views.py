@@ -100,8 +100,8 @@ def test_typed_eps_and_wrong_values(page: Page, server):
     expect(field).to_have_value("0.0000383", timeout=TIMEOUT_MS)
     min_samples = page.get_by_label("min_samples (the point counted)")
     type_into(min_samples, "20")
-    # built: the timings show the MST's time ("mst: cached" before; a wrong value typed during the build is the race
-    # this test is not about)
+    # built: the timings show the MST's time ("mst: cached" before). Without this wait the wrong values below were
+    # typed a few milliseconds after 20, and the browser sent the server the last of them only (20 never arrived)
     expect(page.get_by_text(re.compile(r"mst: [\d.]+ ms"))).to_be_visible(timeout=TIMEOUT_MS)
     expect(min_samples).to_have_value("20")
     # refused with a message, and the box shows the value in use again (a number past 2**53 came as a float, which
