@@ -17,7 +17,10 @@ SMALL_SIZE = {"responsive": True, "min_width": 300, "height": 230, "framewise": 
 
 
 def k_distance_points(distances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rank, distance) of at most CURVE_POINTS points of the sorted curve, both ends included."""
+    """(rank, distance) of at most CURVE_POINTS points of the curve (sorted largest first), both ends of its
+    positive part included: its log axis has no place for 0 (the core distance of a point with duplicates enough,
+    and of every point at min_samples 1, where the server logged a warning at each redraw)."""
+    distances = distances[distances > 0]
     ranks = np.unique(np.linspace(0, distances.size - 1, min(distances.size, CURVE_POINTS)).astype(np.int64))
     return ranks, distances[ranks]
 

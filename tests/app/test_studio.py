@@ -95,6 +95,17 @@ def test_the_count_curves_show_where_clusters_start_and_where_they_end(studio, m
     assert (clusters[-1], noise[-1]) == (1, 0)
 
 
+def test_the_k_distance_curve_leaves_out_zeros_which_its_log_axis_cannot_show():
+    from dpstudio.app.dbscan_plots import CURVE_POINTS, k_distance_points
+
+    ranks, distances = k_distance_points(np.array([5.0, 3.0, 3.0, 1.0, 0.0, 0.0]))
+    np.testing.assert_array_equal(ranks, [0, 1, 2, 3])
+    np.testing.assert_array_equal(distances, [5.0, 3.0, 3.0, 1.0])
+    assert [a.size for a in k_distance_points(np.zeros(10))] == [0, 0]  # min_samples 1: nothing to draw
+    ranks, distances = k_distance_points(np.linspace(10.0, 0.0, 10 * CURVE_POINTS))
+    assert ranks.size == CURVE_POINTS and ranks[0] == 0 and distances[-1] > 0 and ranks[-1] == 10 * CURVE_POINTS - 2
+
+
 def test_the_k_distance_axis_names_its_neighbour_in_english(studio):
     from dpstudio.app.dbscan_plots import DBSCANPlots, ordinal
 
