@@ -76,4 +76,5 @@ class MethodState(param.Parameterized):
         """Show a model computed without error: its labels, timings and any parameter changes."""
         self._model = model
         with param.edit_constant(self):
-            self.param.update(timings=dict(model.timings_), revision=self.revision + 1, **changes)
+            self.param.update(**changes, timings=dict(model.timings_), revision=self.revision + 1)  # changes first, as
+            # ClusteringSession._publish: a batched update's watchers run in the order their parameters were set

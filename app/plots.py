@@ -296,6 +296,7 @@ class SessionPlots:
 
     def _graph_job(self, revision, selected, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
         x, y = self._graph_coordinates()
+        selected = selected if self.studio.dpc_shows_dataset else None  # a lasso of the shown points, not DPC's new ones
         prefix = "log₁₀ " if self.session.log_axes else ""
         names = (hv.Dimension("rho", label=f"{prefix}ρ (local density)"), hv.Dimension("delta", label=f"{prefix}δ (distance to a denser point)"))
         # the points lassoed in the 2-D view drawn larger, over the others

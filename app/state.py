@@ -122,8 +122,9 @@ class ClusteringSession(MethodState):
         except Exception:
             model.timings_.update(before)
             raise
-        sweep = self.sweep if kernel == self.kernel else None
-        self._publish(picks, timings=dict(model.timings_), kernel=kernel, dc_percent=dc_percent, sweep=sweep)
+        changes = {} if kernel == self.kernel else {"sweep": None}  # (the sweep only when it goes: param cannot compare
+        # two sweeps, and counts one set again as a change)
+        self._publish(picks, timings=dict(model.timings_), kernel=kernel, dc_percent=dc_percent, **changes)
 
     def edit(self, change: Callable[[DensityPeaks], object], edited: Callable) -> None:
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy

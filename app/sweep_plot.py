@@ -30,8 +30,10 @@ class SweepPlot:
         # redrawn when a sweep arrives and, while there is one, when the labels change (its ARI curve); not on
         # every relabel of a page that never swept: its twelve layers would be sent to the browser each time
         watched = hv.streams.Counter()
-        self._watcher = session.param.watch(lambda e: (session.sweep is not None or e.name == "sweep") and watched.event(),
-                                            ["revision", "sweep"])  # fmt: skip
+        # (one event per parameter of a batched update: a load gives both)
+        self._watcher = session.param.watch(
+            lambda *events: (session.sweep is not None or any(e.name == "sweep" for e in events)) and watched.event(),
+            ["revision", "sweep"])  # fmt: skip
         layer = lambda draw: hv.DynamicMap(lambda counter: draw(self._frame()), streams=[watched])  # noqa: E731
         self.points = {column: layer(lambda frame, c=column: hv.Scatter(frame, "dc", [c, "clusters"])) for column, _, _ in SERIES}
         self.curves = [

@@ -267,13 +267,18 @@ def test_markers_and_colours_stay_with_their_own_data_set_while_another_loads():
     another's points (an IndexError and a ValueError in the server's log when a URL's failure was rolled back)."""
     cache = DatasetCache(backend="cpu")
     studio = Studio()
-    studio.load(cache.sample("blobs"))
+    studio.load(cache.sample("moons"))
     plots = SessionPlots(studio)
-    studio.dpc.load(cache.sample("moons"))  # as Studio.load does, a moment before the studio shows moons
-    assert studio.dataset.name == "blobs" and studio.dpc.dataset.name == "moons"
-    markers = plots._graph_centers(studio.dpc.revision)
-    rows = cache.sample("moons").points.rows[studio.dpc.model.centers_]
+    with param.edit_constant(studio):
+        studio.selected = np.arange(studio.dataset.n_points) < 10  # a lasso on moons' 2-D view
+    studio.dpc.load(cache.sample("blobs"))  # as Studio.load does, a moment before the studio shows blobs
+    assert studio.dataset.name == "moons" and studio.dpc.dataset.name == "blobs"
+    markers = plots._graph_centers(studio.dpc.revision)  # blobs' centers (1522 among them) in moons' rows raised
+    rows = cache.sample("blobs").points.rows[studio.dpc.model.centers_]
+    assert rows.max() >= 1400
     np.testing.assert_array_equal(markers.dframe()["row"][: len(rows)], rows)
+    size = (plots.graph_size.width, plots.graph_size.height)
+    plots._graph_image(studio.dpc.revision, studio.selected, None, None, *size)  # moons' lasso on blobs' rho raised
     assert studio.labels().shape == (studio.dataset.n_points,) and (studio.labels() == -1).all()
     assert studio.label_of(0) == -1 and studio.large_points() is None
     plots.close()

@@ -220,7 +220,7 @@ def test_the_dc_sweep_does_not_depend_on_the_order_of_dc_values(studio):
     assert dcs[0] == pytest.approx(low) and dcs[-1] == pytest.approx(high)
 
 
-def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio):
+def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio, cache):
     revision = studio.dpc.revision
     studio.dpc.run_sweep()
     frame = studio.dpc.sweep_frame()
@@ -233,9 +233,19 @@ def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio):
     first = plot._frame()
     studio.dpc.run_sweep()  # again: the plot's frame is made for the new sweep (comparing the two sweeps raised)
     pd.testing.assert_frame_equal(plot._frame(), first)
-    plot.close()
+    # with the plot watching (its watcher took one event, and a batched update sends one per parameter): a dc
+    # change keeps the sweep, a kernel change, an edit and a load drop it, and the studio follows each
+    studio.dpc.set_dc(studio.dpc.dc * 1.1)
+    assert studio.dpc.sweep is not None
     studio.dpc.set_dc(kernel="gaussian")
     assert studio.dpc.sweep is None  # it was for the cut-off kernel
+    studio.dpc.run_sweep()
+    studio.add_point(0.0, 0.0)
+    assert studio.dpc.sweep is None and studio.dataset.n_points == studio.dpc.dataset.n_points == 2301
+    studio.dpc.run_sweep()
+    studio.load(cache.sample("moons"))
+    assert studio.dpc.sweep is None and studio.dataset.name == studio.dpc.dataset.name == "moons"
+    plot.close()
 
 
 def test_plateaus_are_runs_of_alike_clusterings():
