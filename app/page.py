@@ -402,11 +402,13 @@ class StudioPage:
             _plot_pane(self.plots.pinned_view(), "pinned-view"),
             pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"), sizing_mode="stretch_width",
         )])  # fmt: skip
-        plots = pn.Row(
-            pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width"),
-            self.view_pane,
-            sizing_mode="stretch_width",
-        )
+        # side by side where they fit (two plots of at least 380 px), one above the other in a narrower window
+        plots = pn.FlexBox(
+            pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width",
+                      styles={"flex": "1 1 420px"}),
+            pn.Column(self.view_pane, sizing_mode="stretch_width", styles={"flex": "1 1 420px"}),
+            flex_wrap="wrap", sizing_mode="stretch_width",
+        )  # fmt: skip
         self.stream_section = Deferred(lambda: [
             pn.pane.Markdown("### Stream log", margin=(0, 10)),
             pn.pane.Markdown("Per batch: the points it put in (or took out), the points and clusters after it, the "

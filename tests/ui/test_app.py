@@ -108,6 +108,25 @@ def test_the_plots_draw_on_a_2d_canvas(page: Page, server):
     assert backends and set(backends) == {"canvas"}
 
 
+def test_a_narrow_window_puts_the_2d_view_under_the_decision_graph(page: Page, server):
+    """At 900 px the plots, which need about 1,100 px side by side, went off the page's right edge (the 2-D view
+    mostly out of sight) and their titles were cut; now they wrap, one above the other."""
+
+    def plot_columns() -> set[int]:
+        """The left edges of the plots' canvases (their titles are drawn in them), all inside the window."""
+        boxes = [box for box in (c.bounding_box() for c in page.locator("canvas").all()) if box and box["width"] > 300]
+        assert boxes and all(box["x"] + box["width"] <= page.viewport_size["width"] for box in boxes)
+        return {round(box["x"] / 10) for box in boxes}
+
+    page.set_viewport_size({"width": 900, "height": 700})
+    open_app(page, server.url)
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    assert len(plot_columns()) == 1  # decision graph, γ-rank plot and 2-D view one above the other
+    page.set_viewport_size({"width": 1500, "height": 1000})  # side by side again where they fit
+    page.wait_for_timeout(2000)
+    assert len(plot_columns()) == 2
+
+
 def test_moving_the_dc_slider_recomputes_rho(page: Page, server):
     open_app(page, server.url)
     graph = plot_canvas(page, "Decision graph")
