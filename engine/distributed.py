@@ -125,7 +125,7 @@ class Replicas:
     def delta_of_rho(self, tree, rho, progress=None):
         """(delta, parent) in point order for given densities (in point order), which go to every worker."""
         self._check(tree)
-        rho_tree = self._engine.to_numpy(rho)[_fetched(self._tree_ids)]
+        rho_tree = self._engine.to_numpy(self._engine.asarray(rho)[self._caller_tree_ids()])  # (fetched once)
         shared = self.client.scatter([tree_run(0, rho_tree)], broadcast=True, hash=False)  # one run: the whole tree
         return self._delta_from(self._gather(self._delta_shares(shared, send_ranking=False), progress, "delta"))
 
