@@ -206,8 +206,9 @@ def query_document(query: str | dict) -> dict:
     for name, (whose, methods) in owners.items():
         if name in params and method not in methods:
             wanted = " or ".join(f"method={m}" for m in methods)
-            shown = f"the URL's method={method} does not use it" if "method" in params else f"add {wanted}"
-            raise ValueError(f"{name} is {whose}: {shown}" + (f" (use {wanted})" if "method" in params else ""))
+            if "method" in params:  # adding the one wanted would give method twice
+                raise ValueError(f"{name} is {whose}: the URL's method={method} does not use it (use {wanted})")
+            raise ValueError(f"{name} is {whose}: add {wanted}")
     standardize = params.get("standardize", "0").lower()
     if standardize not in ("0", "1", "true", "false"):
         raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")
