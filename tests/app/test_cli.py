@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from dpstudio import sample_data
+from dpstudio.app.bench_distributed import best_efficiency
 
 
 def dpstudio(*args, cwd=None):
@@ -280,3 +281,10 @@ def test_bench_distributed_checks_every_row():
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.strip().startswith("20,000")]
     assert len(rows) == 6 and sum(row.rstrip().endswith("yes") for row in rows) == 4  # 2 rules x (reference, 1, 2)
+
+
+def test_best_efficiency_splits_all_but_the_floor():
+    # 100M points on two H200s: one worker 0.378 s, Dask's floor 19.8 ms on one worker and 29.4 ms on two
+    assert best_efficiency(0.378, 0.0198, 0.0294, 1, 2) == pytest.approx(0.378 / (2 * (0.0294 + 0.3582 / 2)))
+    assert best_efficiency(0.378, 0.0198, 0.0198, 1, 1) == 1.0
+    assert best_efficiency(1.0, 0.0, 0.0, 2, 4) == 1.0  # nothing fixed: perfect scaling
