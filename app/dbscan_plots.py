@@ -8,12 +8,13 @@ import holoviews as hv
 import numpy as np
 
 from .density_state import DBSCANState, EpsCurve
+from .plot_frame import frame
 from .plots import detach_streams
 
 CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
 EXACT_STEPS = 4000  # step curves with more steps than this are drawn from their exact counts at CURVE_POINTS eps
 EPS_LINE = {"color": "#d62728", "line_width": 2, "line_dash": "dashed"}
-SMALL_SIZE = {"responsive": True, "min_width": 300, "height": 230, "framewise": True}  # axes follow each new frame
+SMALL_SIZE = {"responsive": True, "height": 230, "framewise": True}  # axes follow each new frame
 
 
 def k_distance_points(distances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,8 +60,8 @@ class DBSCANPlots:
 
     def k_distance(self) -> hv.Overlay:
         return (self.k_curve * self.h_line).opts(
-            hv.opts.Curve(title="k-distance: click or drag to set ε", logy=True, color="#333", tools=["hover"],
-                          default_tools=["wheel_zoom", "reset", "save"], hooks=[_ticks_at_1_2_5], **SMALL_SIZE),
+            hv.opts.Curve(logy=True, color="#333", tools=["hover"], default_tools=["wheel_zoom", "reset", "save"],
+                          **frame("k-distance", "click or drag to set ε", hooks=(_ticks_at_1_2_5,)), **SMALL_SIZE),
             hv.opts.HLine(**EPS_LINE),
         )  # fmt: skip
 
@@ -69,8 +70,8 @@ class DBSCANPlots:
         on this page, BokehJS in Chromium never reached idle and stopped sending the page's events."""
         opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "default_tools": ["wheel_zoom", "reset"], **SMALL_SIZE}
         return [
-            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(title="Clusters at every ε (exact)", color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
-            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(title="Noise points at every ε (exact)", color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**frame("Clusters at every ε (exact)"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**frame("Noise points at every ε (exact)"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
         ]  # fmt: skip
 
     def close(self) -> None:

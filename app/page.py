@@ -398,16 +398,13 @@ class StudioPage:
                                         "from its birth to its death as the distance scale shrinks.",
                                         css_classes=["dp-status"]),
         }  # fmt: skip
-        self.comparison = Deferred(lambda: [pn.Row(
-            _plot_pane(self.plots.pinned_view(), "pinned-view"),
-            pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"), sizing_mode="stretch_width",
+        self.comparison = Deferred(lambda: [_side_by_side(
+            pn.Column(_plot_pane(self.plots.pinned_view(), "pinned-view"), sizing_mode="stretch_width"),
+            pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"), basis=380,
         )])  # fmt: skip
-        # side by side where they fit (two plots of at least 380 px), one above the other in a narrower window
-        plots = pn.FlexBox(
-            pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width",
-                      styles={"flex": "1 1 420px"}),
-            pn.Column(self.view_pane, sizing_mode="stretch_width", styles={"flex": "1 1 420px"}),
-            flex_wrap="wrap", sizing_mode="stretch_width",
+        plots = _side_by_side(  # two plots of at least 380 px
+            pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width"),
+            pn.Column(self.view_pane, sizing_mode="stretch_width"), basis=420,
         )  # fmt: skip
         self.stream_section = Deferred(lambda: [
             pn.pane.Markdown("### Stream log", margin=(0, 10)),
@@ -425,8 +422,8 @@ class StudioPage:
             self.explained_note, pn.Row(self.player, self.step_note, sizing_mode="stretch_width"), plots, self.stream_section.column,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
             pn.Column("### Comparison with the pinned clustering", self.comparison.column, sizing_mode="stretch_width"),
-            pn.Row(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
-                   pn.Column("### Timings", self.status, width=360)),
+            _side_by_side(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
+                          pn.Column("### Timings", self.status, width=360, styles={"flex": "0 0 360px"}), basis=360),
             sizing_mode="stretch_width",
         )  # fmt: skip
         header = pn.pane.Markdown("## dpstudio · Density Peaks, DBSCAN and HDBSCAN", margin=(0, 10))
@@ -947,6 +944,16 @@ def _show_rows(table: pn.widgets.Tabulator, rows: pd.DataFrame) -> None:
     ``ValueError`` in the server's log (a URL or session file switching method sets the table several times)."""
     if table.value is None or not rows.equals(table.value):
         table.value = rows
+
+
+def _side_by_side(*columns: pn.Column, basis: int) -> pn.Row:
+    """``columns`` side by side where each gets ``basis`` px (or its own CSS flex), one above the other in a narrower
+    window: CSS wrapping of Bokeh's own Row. (Panel's FlexBox wraps too, but it is HTML around its children: its
+    plots were drawn with their axes and titles out of place after the page around them changed, as when a dc
+    sweep's plots arrived.)"""
+    for column in columns:
+        column.styles = {"flex": f"1 1 {basis}px", **column.styles}
+    return pn.Row(*columns, sizing_mode="stretch_width", styles={"flex-wrap": "wrap"})
 
 
 def _plot_pane(plot, name: str) -> pn.pane.HoloViews:

@@ -26,6 +26,7 @@ from datashader.colors import rgb
 
 from dpstudio.engine.centers import graph_coordinates
 
+from .plot_frame import frame, instruction_line
 from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
@@ -57,7 +58,7 @@ PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 PLOT_SIZE = (560, 460)
 MARKER_SIZE = 16  # pixels across a center marker
-VIEW_TITLE = "Points by cluster: lasso some to see them on the decision graph"
+VIEW_INSTRUCTION = "lasso some to see them on the decision graph"  # DPC's alone: the other methods have no graph
 # the layers over a plot's image leave its ranges to the image (shaded for the zoom, or the data's extent with room
 # for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
 OVER_THE_IMAGE = {"apply_ranges": False}
@@ -231,7 +232,7 @@ class SessionPlots:
         return (self.graph_image * corner * centers * pointed).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
-                title="Decision graph: lasso the peaks at the top right, or click a corner", framewise=True, **_size(),
+                framewise=True, **frame("Decision graph", "lasso the peaks at the top right, or click a corner"), **_size(),
             ),
             hv.opts.Path(color="black", line_dash="dashed", line_width=1.5, **OVER_THE_IMAGE),
             hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
@@ -243,17 +244,17 @@ class SessionPlots:
         centers = hv.DynamicMap(self._view_centers, streams=[self.view_watched])
         pointed = self._ring("view", ["x_axis", "y_axis"])
         return (self.view_image * centers * pointed).opts(
-            hv.opts.RGB(title=VIEW_TITLE, framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
-                        hooks=[_view_title], **_size()),
+            hv.opts.RGB(framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
+                        **frame("Points by cluster", VIEW_INSTRUCTION, hooks=(_view_instruction,)), **_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
-            hv.opts.Overlay(show_legend=False),  # the image's label names the method for _view_title, not a legend
+            hv.opts.Overlay(show_legend=False),  # the image's label names the method for _view_instruction, not a legend
         )  # fmt: skip
 
     def pinned_view(self) -> hv.DynamicMap:
         """The pinned clustering in the same 2-D view, small, for the comparison strip."""
-        return self.pinned_image.opts(hv.opts.RGB(title="Pinned: {label}", responsive=True, min_width=300, height=300, framewise=True,
+        return self.pinned_image.opts(hv.opts.RGB(**frame("Pinned: {label}"), responsive=True, height=300, framewise=True,
                                                   default_tools=["save"], toolbar=None))  # fmt: skip
 
     def close(self) -> None:
@@ -292,7 +293,7 @@ class SessionPlots:
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
         image = self._shaded("2-D view", *self._view_job(revision, x_axis, y_axis, x_range, y_range, width, height))
-        return image.relabel(self.studio.method)  # for _view_title
+        return image.relabel(self.studio.method)  # for _view_instruction
 
     def _graph_job(self, revision, selected, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
         x, y = self._graph_coordinates()
@@ -465,11 +466,11 @@ def _select_on_markers_only(plot, element) -> None:
             tool.continuous = False
 
 
-def _view_title(plot, element) -> None:
-    """The 2-D view's title, after each redraw: its lasso shows points on the decision graph, which DPC alone has
-    (the title said so under DBSCAN and HDBSCAN too). The image's label names the method: a hook is kept in
-    HoloViews' options for good, so one that held a session's plots kept every closed page alive."""
-    plot.state.title.text = VIEW_TITLE if element.label == "dpc" else VIEW_TITLE.split(":")[0]
+def _view_instruction(plot, element) -> None:
+    """The 2-D view's instruction, after each redraw, under DPC alone: its lasso shows points on the decision graph,
+    which only DPC has. The image's label names the method: a hook is kept in HoloViews' options for good, so one
+    that held a session's plots kept every closed page alive."""
+    instruction_line(plot).visible = element.label == "dpc"
 
 
 def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:
@@ -497,4 +498,4 @@ def with_unseen_rows(columns: dict[str, np.ndarray], styles: dict[str, tuple]) -
 
 
 def _size() -> dict:
-    return {"responsive": True, "min_width": 380, "min_height": PLOT_SIZE[1], "max_height": 640}
+    return {"responsive": True, "min_height": PLOT_SIZE[1], "max_height": 640}

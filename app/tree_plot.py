@@ -12,6 +12,7 @@ import pandas as pd
 from dpstudio.engine.hierarchy import CondensedTree, cluster_hierarchy
 
 from .density_state import HDBSCANState
+from .plot_frame import frame
 from .plots import HALO_GREY, cluster_colour, detach_streams
 
 UNSELECTED = "#e8e8e8"
@@ -65,8 +66,8 @@ class TreePlot:
         return self.boxes.opts(
             hv.opts.Rectangles(
                 color="colour", line_color=HALO_GREY, line_width=0.5, invert_yaxis=True, tools=["hover", "tap"],
-                nonselection_alpha=1.0, title="Condensed tree: click a branch to select or deselect it",
-                xaxis=None, default_tools=["wheel_zoom", "pan", "reset"], responsive=True, min_width=380, height=460, framewise=True,
+                nonselection_alpha=1.0, **frame("Condensed tree", "click a branch to select or deselect it"),
+                xaxis=None, default_tools=["wheel_zoom", "pan", "reset"], responsive=True, height=460, framewise=True,
             )
         )  # fmt: skip
 

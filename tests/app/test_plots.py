@@ -358,3 +358,21 @@ def test_the_k_distance_axis_is_ticked_at_1_2_and_5_of_each_decade_the_curve_spa
     ticker = plot.handles["yaxis"].ticker
     assert ticker.ticks == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
     assert 0.03 in ticker.minor_ticks and 0.3 in ticker.minor_ticks
+
+
+def test_frame_adds_one_instruction_line_and_compact_ticks_on_linear_axes_only():
+    from bokeh.models import CustomJSTickFormatter, LogAxis, Title
+    from bokeh.plotting import figure
+
+    from dpstudio.app.plot_frame import frame
+
+    options = frame("Decision graph", "lasso the peaks", hooks=(lambda plot, element: seen.append(element),))
+    assert options["title"] == "Decision graph"
+    plot, seen = type("Plot", (), {"state": figure(y_axis_type="log")})(), []
+    for _ in range(3):  # HoloViews runs the hooks again at every redraw
+        for hook in options["hooks"]:
+            hook(plot, "element")
+    lines = [item for item in plot.state.above if isinstance(item, Title)]
+    assert [line.text for line in lines] == ["lasso the peaks"] and seen == ["element"] * 3
+    assert isinstance(plot.state.xaxis[0].formatter, CustomJSTickFormatter)
+    assert isinstance(plot.state.yaxis[0], LogAxis) and not isinstance(plot.state.yaxis[0].formatter, CustomJSTickFormatter)

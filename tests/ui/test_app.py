@@ -108,6 +108,15 @@ def test_the_plots_draw_on_a_2d_canvas(page: Page, server):
     assert backends and set(backends) == {"canvas"}
 
 
+def test_tick_labels_stay_short_at_any_scale(page: Page, server):
+    """Bokeh's own labels at 1.4e6 were 1.400e+6, which widened the axis and cut the title; the plots' linear axes
+    format their ticks in the browser with plot_frame's code."""
+    open_app(page, server.url)
+    labels = page.evaluate("""() => [...Bokeh.documents[0].all_models].find(m => m.type === "CustomJSTickFormatter")
+        .doFormat([1400000, 500000, 0, 0.30000000000000004, 120, -2.5, 0.00005], {loc: 0})""")
+    assert labels == ["1.4e6", "5e5", "0", "0.3", "120", "-2.5", "5e-5"]
+
+
 def test_a_narrow_window_puts_the_2d_view_under_the_decision_graph(page: Page, server):
     """At 900 px the plots, which need about 1,100 px side by side, went off the page's right edge (the 2-D view
     mostly out of sight) and their titles were cut; now they wrap, one above the other."""

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from dpstudio.app.plots import VIEW_TITLE
+from dpstudio.app.plots import VIEW_INSTRUCTION
 
 from .test_app import ROWS, TIMEOUT_MS, data_set_info, dc_field, open_app, plot_canvas, type_into
 
@@ -140,17 +140,19 @@ def test_a_click_on_the_k_distance_plot_or_the_curves_sets_eps(page: Page, serve
     assert noise_points(page) > large
 
 
-def plot_titles_include(page: Page, title: str) -> None:
-    """Wait until a plot of the page is titled ``title`` (titles are drawn on the canvas: read from Bokeh's models)."""
-    titles = "Bokeh.documents.flatMap(d => [...d._all_models.values()]).filter(m => m.type === 'Title').map(m => m.text)"
-    page.wait_for_function(f"title => {titles}.includes(title)", arg=title, timeout=TIMEOUT_MS)
+def wait_for_title(page: Page, text: str, shown: bool = True) -> None:
+    """Wait until a plot's title or instruction line ``text`` is shown (or hidden, or gone); titles are drawn on the
+    canvas: read from Bokeh's models."""
+    titles = "Bokeh.documents.flatMap(d => [...d._all_models.values()]).filter(m => m.type === 'Title' && m.visible)"
+    page.wait_for_function(f"([text, shown]) => {titles}.some(m => m.text === text) === shown", arg=[text, shown], timeout=TIMEOUT_MS)
 
 
 def test_switching_method_and_back_keeps_the_data_and_the_dpc_clustering(page: Page, server):
     open_app(page, server.url)
     assert page.locator(ROWS).count() == 5
     switch_to_dbscan(page)
-    plot_titles_include(page, "Points by cluster")  # its lasso shows points on DPC's decision graph alone
+    wait_for_title(page, "Points by cluster")
+    wait_for_title(page, VIEW_INSTRUCTION, shown=False)  # its lasso shows points on DPC's decision graph alone
     choose_method(page, "HDBSCAN")
     expect(page.get_by_text("chosen by the rule")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.get_by_role("columnheader", name="core")).to_be_hidden()
@@ -159,7 +161,7 @@ def test_switching_method_and_back_keeps_the_data_and_the_dpc_clustering(page: P
     assert page.locator(ROWS).count() == 5
     expect(page.get_by_text("blobs: 2,300 points")).to_be_visible()
     expect(page.get_by_text("Lasso (or box-select) points")).to_be_visible()  # DPC's controls are back
-    plot_titles_include(page, VIEW_TITLE)
+    wait_for_title(page, VIEW_INSTRUCTION)
 
 
 def test_a_click_on_a_branch_of_the_condensed_tree_selects_it(page: Page, server):
@@ -190,6 +192,29 @@ def test_the_dc_sweep_curve_takes_you_to_a_dc(page: Page, server):
     expect(dc).not_to_have_value(rule_dc, timeout=TIMEOUT_MS)
     assert float(dc.input_value()) < float(rule_dc)
     expect(page.locator(ROWS).first).to_be_visible()
+
+
+def plots_with_axes_out_of_place(page: Page) -> list[str]:
+    """The titles of the shown plots that BokehJS laid out with an axis in an empty box: it drew that axis, and the
+    title, somewhere else (over the plot's top edge)."""
+    return page.evaluate("""() => [...Bokeh.index.all_views()]
+        .filter(view => view.model.type === "Figure" && view.el.getBoundingClientRect().width > 0)
+        .filter(view => [...view.renderer_views.values()].some(axis => axis.model.type.endsWith("Axis") && axis.model.visible
+                                                                      && (axis.bbox.width === 0 || axis.bbox.height === 0)))
+        .map(view => view.model.title.text)""")
+
+
+def test_the_plots_keep_their_layout_when_the_page_changes_around_them(page: Page, server):
+    """In Panel's FlexBox (HTML around its children), the decision graph, the γ plot and the 2-D view were drawn with
+    their axes and titles out of place once a dc sweep's plots arrived below them, or DBSCAN's plots beside them."""
+    open_app(page, server.url)
+    assert plots_with_axes_out_of_place(page) == []
+    page.get_by_role("button", name=re.compile("Sweep dc")).click()
+    expect(page.get_by_text("Swept 32 dc values")).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(2000)
+    assert plots_with_axes_out_of_place(page) == []
+    switch_to_dbscan(page)
+    assert plots_with_axes_out_of_place(page) == []
 
 
 def test_ground_truth_colours_and_the_pinned_comparison(page: Page, server):
