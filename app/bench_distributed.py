@@ -8,7 +8,8 @@ and a share of the neighbour lists built on every worker) is timed apart from th
 dc change repeats. The Dask overhead per call is the same call on 1,000 points, minus the single process's time;
 Dask's floor is a call of the same shape that does no work (a task per worker, then a task per worker taking every
 first task's small array, gathered straight from the workers), which no engine on Dask can go below: with it, the
-best efficiency W workers could reach, every other cost split evenly, is T1 / (W * (floor_W + (T1 - floor_1) / W)).
+best efficiency W workers could reach, every other cost split evenly, is (with 1 worker as the base)
+T1 / (W * (floor_W + (T1 - floor_1) / W)).
 """
 
 from __future__ import annotations

@@ -70,8 +70,8 @@ class DBSCANPlots:
         on this page, BokehJS in Chromium never reached idle and stopped sending the page's events."""
         opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "default_tools": ["wheel_zoom", "reset"], **SMALL_SIZE}
         return [
-            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**frame("Clusters at every ε (exact)"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
-            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**frame("Noise points at every ε (exact)"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**frame("Clusters at every ε (exact)", "click or drag to set ε"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**frame("Noise points at every ε (exact)", "click or drag to set ε"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
         ]  # fmt: skip
 
     def close(self) -> None:

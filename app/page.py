@@ -54,6 +54,7 @@ UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
 LOOP_WAIT_S = 60.0  # the longest a worker waits for the event loop to make views (it takes well under a second)
 TEACH_TAB = 1  # the DPC panel's tab that teaches (its layers join the plots when it is opened)
+EDIT_TAB = 2  # the DPC panel's tab that edits and streams the points
 BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker ones show their result instead
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
@@ -349,10 +350,15 @@ class StudioPage:
             pn.Row(self.stream_percent, self.stream_start), pn.Row(self.batch_size, self.stream_next),
             pn.Row(self.stream_play, self.stream_undo), self.stream_note, sizing_mode="stretch_width",
         )  # fmt: skip
-        # dynamic: a tab's widgets are made when it is first opened (a page that built them all opened slower)
-        self.dpc_panel = pn.Tabs(("Clusters", self.dpc_controls), ("Teach", teach), ("Edit & stream", edit),
-                                 dynamic=True, sizing_mode="stretch_width")  # fmt: skip
-        self.dpc_panel.param.watch(lambda e: e.new == TEACH_TAB and self._add_teaching_layers(), "active")
+        # a tab's Bokeh models are made when it is first opened (a page that made them all opened slower), and kept. Not
+        # Panel's dynamic tabs: they drop a hidden tab's models from the document while its panes still update them,
+        # and Panel 1.9.4 restyles such a detached pane (Markdown, Alert) as if it had no document, with the CDN's
+        # stylesheets, rewriting the ones every component on the page shares (loading.css, markdown.css): each
+        # stream batch played with the Edit & stream tab left made the browser ask cdn.holoviz.org for them
+        self.dpc_tabs = {TEACH_TAB: Deferred(lambda: [teach]), EDIT_TAB: Deferred(lambda: [edit])}
+        self.dpc_panel = pn.Tabs(("Clusters", self.dpc_controls), ("Teach", self.dpc_tabs[TEACH_TAB].column),
+                                 ("Edit & stream", self.dpc_tabs[EDIT_TAB].column), sizing_mode="stretch_width")  # fmt: skip
+        self.dpc_panel.param.watch(self._dpc_tab_opened, "active")
         # the other methods' controls, hidden at first, join the page when first shown (as their plots do)
         self.method_controls = {"dbscan": Deferred(lambda: [self.dbscan.panel]), "hdbscan": Deferred(lambda: [self.hdbscan.panel])}
         sidebar = pn.Column(
@@ -416,9 +422,9 @@ class StudioPage:
         main = pn.Column(
             self.alert, self.pending, self.work.busy, self.work.progress,
             pn.Row(self.pointed_note, self.selected_note, self.clear_selection, sizing_mode="stretch_width"),
-            # the player by the step it shows, out of the Teach tab: that tab's views are made again each time it
-            # is opened (dynamic), and Panel's player view never stops its timer when it goes, so a step-through left
-            # playing then played twice, past Pause
+            # the player by the step it shows, out of the Teach tab: that tab's views were made again each time it
+            # was opened (Panel's dynamic tabs, as it then was), and Panel's player view never stops its timer when it
+            # goes, so a step-through left playing then played twice, past Pause
             self.explained_note, pn.Row(self.player, self.step_note, sizing_mode="stretch_width"), plots, self.stream_section.column,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
             pn.Column("### Comparison with the pinned clustering", self.comparison.column, sizing_mode="stretch_width"),
@@ -601,6 +607,15 @@ class StudioPage:
             # the new plots join the document now, also while a redraw in flight (the pointer's, say) holds Bokeh's
             # walk (document.walk_held): until they join, their changes are not sent (no walk if none is held)
             doc.models.recompute()
+
+    def _dpc_tab_opened(self, event) -> None:
+        # the others hidden: Panel's tabs hide an inactive tab's body but keep its height (the tallest tab's blank
+        # space under a short one); hidden, a tab's models stay in the document
+        self.dpc_controls.visible = event.new == 0
+        for tab, deferred in self.dpc_tabs.items():
+            deferred.show(tab == event.new)  # made the first time, then kept
+        if event.new == TEACH_TAB:
+            self._add_teaching_layers()
 
     def _view_lassoed(self, geometry) -> None:
         if self.lasso_mode.value == "select":
@@ -952,7 +967,8 @@ def _side_by_side(*columns: pn.Column, basis: int) -> pn.Row:
     plots were drawn with their axes and titles out of place after the page around them changed, as when a dc
     sweep's plots arrived.)"""
     for column in columns:
-        column.styles = {"flex": f"1 1 {basis}px", **column.styles}
+        # (CSS, not Bokeh's min_width: Bokeh adds its children's up into the page's, which then cannot wrap)
+        column.styles = {"flex": f"1 1 {basis}px", "min-width": "300px", **column.styles}
     return pn.Row(*columns, sizing_mode="stretch_width", styles={"flex-wrap": "wrap"})
 
 

@@ -9,12 +9,25 @@ import functools
 
 from bokeh.models import CustomJSTickFormatter, LinearAxis, Title
 
-# Up to 6 significant digits (float noise such as 0.30000000000000004 goes); exponents past 1e5 or under 1e-4,
-# written without "+": 1.4e6, 5e-5
+# One notation for all of an axis's ticks (powers of ten past 1e5 or under 1e-4, written 1.4e6 and 5e-5), with the
+# fewest digits that write every tick exactly: float noise such as 0.30000000000000004 goes, and ticks 1e-6 apart
+# at 45.12346 still differ. Bokeh passes every tick of the axis in ``ticks``.
 COMPACT_TICKS = """
-const value = parseFloat(tick.toPrecision(6));
-const size = Math.abs(value);
-return size !== 0 && (size >= 1e5 || size < 1e-4) ? value.toExponential().replace("e+", "e") : value.toString();
+const size = Math.max(...ticks.map(Math.abs));
+const exponential = size >= 1e5 || (size > 0 && size < 1e-4);
+const sorted = [...ticks].sort((a, b) => a - b);
+const steps = sorted.slice(1).map((value, i) => value - sorted[i]).filter(step => step > 0);
+const tolerance = 1e-6 * (steps.length ? Math.min(...steps) : Math.max(size, 1));
+const write = (value, digits) => {
+  if (value === 0) return "0";
+  if (!exponential) return String(parseFloat(value.toPrecision(digits)));
+  const [mantissa, power] = value.toExponential(digits - 1).split("e");
+  return `${parseFloat(mantissa)}e${parseInt(power)}`;
+};
+for (let digits = 1; digits <= 17; digits++) {
+  if (ticks.every(value => Math.abs(Number(write(value, digits)) - value) <= tolerance)) return write(tick, digits);
+}
+return String(tick);
 """
 INSTRUCTION = "instruction"  # the name of an instruction's Title model
 

@@ -470,7 +470,8 @@ def _view_instruction(plot, element) -> None:
     """The 2-D view's instruction, after each redraw, under DPC alone: its lasso shows points on the decision graph,
     which only DPC has. The image's label names the method: a hook is kept in HoloViews' options for good, so one
     that held a session's plots kept every closed page alive."""
-    instruction_line(plot).visible = element.label == "dpc"
+    if (line := instruction_line(plot)) is not None:
+        line.visible = element.label == "dpc"
 
 
 def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:

@@ -284,7 +284,8 @@ def test_bench_distributed_checks_every_row():
 
 
 def test_best_efficiency_splits_all_but_the_floor():
-    # 100M points on two H200s: one worker 0.378 s, Dask's floor 19.8 ms on one worker and 29.4 ms on two
-    assert best_efficiency(0.378, 0.0198, 0.0294, 1, 2) == pytest.approx(0.378 / (2 * (0.0294 + 0.3582 / 2)))
-    assert best_efficiency(0.378, 0.0198, 0.0198, 1, 1) == 1.0
-    assert best_efficiency(1.0, 0.0, 0.0, 2, 4) == 1.0  # nothing fixed: perfect scaling
+    # one worker 0.380 s with a floor of 17 ms, two with 23 ms: 0.023 + 0.363 / 2 = 0.2045 s at best, 92.9%
+    assert best_efficiency(0.380, 0.017, 0.023, 1, 2) == pytest.approx(0.380 / (2 * 0.2045))
+    assert best_efficiency(0.380, 0.017, 0.017, 1, 1) == pytest.approx(1.0)
+    # two workers as the base, 1.0 s with 0.1 s fixed; four: 0.1 + 0.9 / 2 = 0.55 s, against the ideal 0.5 s
+    assert best_efficiency(1.0, 0.1, 0.1, 2, 4) == pytest.approx(0.5 / 0.55)

@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Page
@@ -73,14 +74,34 @@ def server():
     running.close()
 
 
+def requests_elsewhere(page: Page) -> list[str]:
+    """The URLs the page asks of any host but this machine's and the one it was opened at, as it goes on: every
+    resource comes from the app's server (a CDN's fails offline, with an error in the console)."""
+    hosts, elsewhere = {"localhost", "127.0.0.1"}, []
+
+    def seen(request) -> None:
+        url = urlparse(request.url)
+        if url.scheme not in ("http", "https"):
+            return
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            hosts.add(url.hostname)  # the app's server, whatever name the test gave it
+        elif url.hostname not in hosts:
+            elsewhere.append(request.url)
+
+    page.on("request", seen)
+    return elsewhere
+
+
 @pytest.fixture(autouse=True)
 def _fail_on_page_errors(request):
-    """Every browser test fails on a JavaScript error in its page."""
+    """Every browser test fails on a JavaScript error in its page, and on a request to another host."""
     if "page" not in request.fixturenames:
         yield
         return
     page: Page = request.getfixturevalue("page")
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    elsewhere = requests_elsewhere(page)
     yield
     assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not elsewhere, f"requests to hosts other than the app's server: {sorted(set(elsewhere))}"

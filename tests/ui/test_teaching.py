@@ -10,6 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from .conftest import requests_elsewhere
 from .test_app import TIMEOUT_MS, lasso, open_app, plot_canvas, type_into
 from .test_views import choose_method, click_at, switch_to_dbscan
 
@@ -59,7 +60,7 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
     assert_redrawn(page, graph, graph_before, "the point is not ringed on the decision graph")
     # the layers' glyphs never read a column their data lacks (BokehJS warned at each draw: 146 for this click)
     assert warnings == [], warnings[:3]
-    click_at(page, view, 0.15, 0.12)  # the top left corner of the frame: no point there
+    click_at(page, view, 0.15, 0.16)  # the top left corner of the frame (under the titles): no point there
     expect(explained(page)).to_have_count(0, timeout=TIMEOUT_MS)
     # DBSCAN explains the same click in its own terms, and draws its tree's edges
     switch_to_dbscan(page)
@@ -130,7 +131,7 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     open_tab(page, "Edit & stream")
     choose_mode(page, "Click adds a point")
     view = plot_canvas(page, "Points by cluster")
-    click_at(page, view, 0.15, 0.12)  # where there was no point
+    click_at(page, view, 0.15, 0.16)  # where there was no point
     expect(info).to_contain_text("blobs (edited): 2,301 points", timeout=TIMEOUT_MS)
     choose_mode(page, "Lasso deletes")
     view.scroll_into_view_if_needed()  # the mode's button is lower down the sidebar: the drag must land on the plot
@@ -141,7 +142,7 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     # sat on the x axis's labels in some layouts, where a drag starts no lasso)
     left = count()
     page.wait_for_timeout(1000)  # the first one's redraw (its points are gone): a drag during it may be lost
-    lasso(page, view, [(0.8, 0.12), (0.88, 0.12), (0.88, 0.2), (0.8, 0.2)])
+    lasso(page, view, [(0.8, 0.16), (0.88, 0.16), (0.88, 0.24), (0.8, 0.24)])
     expect(page.get_by_text("no points inside the lasso")).to_be_visible(timeout=TIMEOUT_MS)
     assert count() == left
     # choosing the data set again gives it back as it was
@@ -177,3 +178,51 @@ def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server
     paused = info.inner_text()
     page.wait_for_timeout(2500)
     assert info.inner_text() == paused
+
+
+def test_a_stream_played_behind_another_tab_asks_only_the_app_server(page: Page, server):
+    """Each batch updates the stream's note in the Edit & stream tab; with that tab left, Panel's dynamic tabs had
+    dropped the note's model from the document, and Panel restyled it with the CDN's stylesheets, rewriting the ones
+    every component shares: the browser asked cdn.holoviz.org for loading.css and markdown.css at every batch
+    (failed offline, an error in the console each)."""
+    elsewhere = requests_elsewhere(page)
+    open_app(page, server.url)
+    info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
+    open_tab(page, "Edit & stream")
+    page.get_by_role("button", name="Start a stream").click()
+    expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="▶ Play").click()
+    count = lambda: int(re.search(r"([\d,]+) points", info.inner_text()).group(1).replace(",", ""))  # noqa: E731
+
+    def batches_in(tab: str, batches: int) -> None:
+        open_tab(page, tab)
+        start = count()
+        for _ in range(TIMEOUT_MS // 250):
+            if count() >= start + 100 * batches:
+                return
+            page.wait_for_timeout(250)
+        raise AssertionError(f"the stream did not play on with the {tab} tab open")
+
+    batches_in("Clusters", 2)  # with the tab left
+    batches_in("Teach", 1)
+    open_tab(page, "Edit & stream")
+    page.get_by_role("button", name="▶ Play").click()  # stop
+    expect(page.get_by_text(re.compile(r"points in, [\d,]+ to come"))).to_be_visible()
+    assert not elsewhere, f"requests to other hosts than the app's server: {sorted(set(elsewhere))}"
+
+
+def test_the_sidebar_tabs_are_as_tall_as_the_open_one(page: Page, server):
+    """Panel's tabs keep a hidden tab's body in place, invisible: with every opened tab kept, the short Teach tab
+    showed the Clusters tab's height of blank space under it, and the rest of the sidebar moved down."""
+    open_app(page, server.url)
+    below = page.get_by_text("Colour points by")  # the first control under the tabs
+    top = lambda: below.bounding_box()["y"]  # noqa: E731
+    with_clusters = top()
+    open_tab(page, "Edit & stream")
+    page.wait_for_timeout(1000)
+    open_tab(page, "Teach")
+    page.wait_for_timeout(1000)
+    with_teach = top()
+    open_tab(page, "Clusters")
+    page.wait_for_timeout(1000)
+    assert with_teach < with_clusters - 100 and top() == with_clusters
