@@ -249,7 +249,6 @@ class SessionPlots:
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
-            hv.opts.Overlay(show_legend=False),  # the image's label names the method for _view_instruction, not a legend
         )  # fmt: skip
 
     def pinned_view(self) -> hv.DynamicMap:
@@ -293,7 +292,7 @@ class SessionPlots:
 
     def _view_image(self, revision, x_axis, y_axis, x_range, y_range, width, height, scale=1.0):
         image = self._shaded("2-D view", *self._view_job(revision, x_axis, y_axis, x_range, y_range, width, height))
-        return image.relabel(self.studio.method)  # for _view_instruction
+        return image.relabel(group=self.studio.method)  # for _view_instruction (a label would make a legend entry)
 
     def _graph_job(self, revision, selected, x_range, y_range, width, height) -> tuple[tuple, Callable[[], hv.RGB]]:
         x, y = self._graph_coordinates()
@@ -468,10 +467,11 @@ def _select_on_markers_only(plot, element) -> None:
 
 def _view_instruction(plot, element) -> None:
     """The 2-D view's instruction, after each redraw, under DPC alone: its lasso shows points on the decision graph,
-    which only DPC has. The image's label names the method: a hook is kept in HoloViews' options for good, so one
-    that held a session's plots kept every closed page alive."""
+    which only DPC has. The image's group names the method: a hook is kept in HoloViews' options for good, so one
+    that held a session's plots kept every closed page alive. (As its label, the method made a legend box reading
+    "dpc" over the view wherever the image joined another overlay, as the teaching layers' does.)"""
     if (line := instruction_line(plot)) is not None:
-        line.visible = element.label == "dpc"
+        line.visible = element.group == "dpc"
 
 
 def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:

@@ -15,7 +15,7 @@ from .plots import detach_streams
 from .state import ClusteringSession
 
 PLATEAU_COLOUR = "#2ca02c"
-SERIES = (("clusters", "suggested clusters", "#1f77b4"), ("halo", "halo fraction", "#7f7f7f"),
+SERIES = (("clusters", "Suggested clusters", "#1f77b4"), ("halo", "Halo fraction", "#7f7f7f"),
           ("ari", "ARI with the current clustering", "#9467bd"))  # fmt: skip
 
 
@@ -40,7 +40,7 @@ class SweepPlot:
         self.curves = [
             (layer(_plateaus) * layer(lambda frame, c=column: hv.Curve(frame, "dc", c)) * self.points[column]
              * layer(lambda frame: hv.VLine(self.session.dc if self.session.loaded else 1.0))).opts(
-                hv.opts.Curve(color=colour, **frame(title), logx=True, xlabel="dc", tools=["hover"], default_tools=["reset"], **SMALL_SIZE),
+                hv.opts.Curve(color=colour, **frame(title, "click a point to go to its dc"), logx=True, xlabel="dc", tools=["hover"], default_tools=["reset"], **SMALL_SIZE),
                 hv.opts.Scatter(color=colour, size=6, tools=["hover"]),
                 hv.opts.VLine(**EPS_LINE), hv.opts.VSpans(color=PLATEAU_COLOUR, alpha=0.15))
             for column, title, colour in SERIES

@@ -226,3 +226,14 @@ def test_the_sidebar_tabs_are_as_tall_as_the_open_one(page: Page, server):
     open_tab(page, "Clusters")
     page.wait_for_timeout(1000)
     assert with_teach < with_clusters - 100 and top() == with_clusters
+
+
+def test_no_legend_box_over_the_2d_view_with_the_teaching_layers(page: Page, server):
+    """The 2-D view's image was labelled with the method (for its instruction line): once the Teach tab's layers
+    joined the view, that label made a legend box reading "dpc" over its top right corner."""
+    legends = """() => [...Bokeh.documents[0].all_models].filter(m => m.type === "Legend" && m.visible && m.items.length > 0).length"""
+    open_app(page, server.url)
+    assert page.evaluate(legends) == 0
+    open_tab(page, "Teach")
+    page.wait_for_timeout(2000)  # the plots are made again with the teaching layers
+    assert page.evaluate(legends) == 0
