@@ -53,6 +53,7 @@ YOUR_FILE = "{} (your file)"  # the data-set choice for the last uploaded or ser
 UPLOAD_CHUNK = 4 * 2**20  # bytes per websocket message of an upload
 TABLE_PAGE = 20  # clusters per page of the table
 LOOP_WAIT_S = 60.0  # the longest a worker waits for the event loop to make views (it takes well under a second)
+CLUSTERS_TAB = 0  # the DPC panel's tab that picks the clusters
 TEACH_TAB = 1  # the DPC panel's tab that teaches (its layers join the plots when it is opened)
 EDIT_TAB = 2  # the DPC panel's tab that edits and streams the points
 BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker ones show their result instead
@@ -408,7 +409,7 @@ class StudioPage:
             pn.Column(_plot_pane(self.plots.pinned_view(), "pinned-view"), sizing_mode="stretch_width"),
             pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"), basis=380,
         )])  # fmt: skip
-        plots = _side_by_side(  # two plots of at least 380 px
+        plots = _side_by_side(  # the method's plots and the 2-D view, 420 px each before they wrap
             pn.Column(*(plots.column for plots in self.method_plots.values()), sizing_mode="stretch_width"),
             pn.Column(self.view_pane, sizing_mode="stretch_width"), basis=420,
         )  # fmt: skip
@@ -611,7 +612,7 @@ class StudioPage:
     def _dpc_tab_opened(self, event) -> None:
         # the others hidden: Panel's tabs hide an inactive tab's body but keep its height (the tallest tab's blank
         # space under a short one); hidden, a tab's models stay in the document
-        self.dpc_controls.visible = event.new == 0
+        self.dpc_controls.visible = event.new == CLUSTERS_TAB
         for tab, deferred in self.dpc_tabs.items():
             deferred.show(tab == event.new)  # made the first time, then kept
         if event.new == TEACH_TAB:

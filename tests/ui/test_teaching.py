@@ -21,6 +21,16 @@ def checkbox(page: Page, label: str):
     return page.locator("div.bk-Checkbox", has_text=label).locator("input")
 
 
+def blobs_info(page: Page):
+    """The line that names the blobs data set (edited or not) and its number of points."""
+    return page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
+
+
+def points_shown(info) -> int:
+    """The number of points ``blobs_info`` shows."""
+    return int(re.search(r"([\d,]+) points", info.inner_text()).group(1).replace(",", ""))
+
+
 def open_tab(page: Page, name: str) -> None:
     """DPC's sidebar tabs (Clusters, Teach, Edit & stream) make their widgets when first opened."""
     page.locator(".bk-tab", has_text=name).click()
@@ -125,8 +135,7 @@ def test_the_forest_and_the_step_through(page: Page, server):
 
 def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     open_app(page, server.url)
-    info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
-    count = lambda: int(re.search(r"([\d,]+) points", info.inner_text()).group(1).replace(",", ""))  # noqa: E731
+    info = blobs_info(page)
     expect(info).to_contain_text("2,300 points", timeout=TIMEOUT_MS)
     open_tab(page, "Edit & stream")
     choose_mode(page, "Click adds a point")
@@ -137,14 +146,14 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     view.scroll_into_view_if_needed()  # the mode's button is lower down the sidebar: the drag must land on the plot
     lasso(page, view, [(0.4, 0.4), (0.6, 0.4), (0.6, 0.6), (0.4, 0.6)])
     expect(info).not_to_contain_text("2,301 points", timeout=TIMEOUT_MS)
-    assert count() < 2301
+    assert points_shown(info) < 2301
     # a lasso in the frame's empty top right corner holds no point: said, and nothing changes (the bottom corner
     # sat on the x axis's labels in some layouts, where a drag starts no lasso)
-    left = count()
+    left = points_shown(info)
     page.wait_for_timeout(1000)  # the first one's redraw (its points are gone): a drag during it may be lost
     lasso(page, view, [(0.8, 0.16), (0.88, 0.16), (0.88, 0.24), (0.8, 0.24)])
     expect(page.get_by_text("no points inside the lasso")).to_be_visible(timeout=TIMEOUT_MS)
-    assert count() == left
+    assert points_shown(info) == left
     # choosing the data set again gives it back as it was
     page.locator("select").first.select_option("blobs")
     expect(info).to_contain_text("blobs: 2,300 points", timeout=TIMEOUT_MS)
@@ -152,7 +161,7 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
 
 def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server):
     open_app(page, server.url)
-    info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
+    info = blobs_info(page)
     open_tab(page, "Edit & stream")
     start_with = page.get_by_label("Start with (% of the points)")
     type_into(start_with, "100")  # the box put a value out of its bounds back without a word
@@ -187,18 +196,17 @@ def test_a_stream_played_behind_another_tab_asks_only_the_app_server(page: Page,
     (failed offline, an error in the console each)."""
     elsewhere = requests_elsewhere(page)
     open_app(page, server.url)
-    info = page.get_by_text(re.compile(r"blobs.*: [\d,]+ points"))
+    info = blobs_info(page)
     open_tab(page, "Edit & stream")
     page.get_by_role("button", name="Start a stream").click()
     expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
     page.get_by_role("button", name="▶ Play").click()
-    count = lambda: int(re.search(r"([\d,]+) points", info.inner_text()).group(1).replace(",", ""))  # noqa: E731
 
     def batches_in(tab: str, batches: int) -> None:
         open_tab(page, tab)
-        start = count()
+        start = points_shown(info)
         for _ in range(TIMEOUT_MS // 250):
-            if count() >= start + 100 * batches:
+            if points_shown(info) >= start + 100 * batches:
                 return
             page.wait_for_timeout(250)
         raise AssertionError(f"the stream did not play on with the {tab} tab open")
