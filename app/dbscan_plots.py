@@ -8,13 +8,12 @@ import holoviews as hv
 import numpy as np
 
 from .density_state import DBSCANState, EpsCurve
-from .plot_frame import frame
-from .plots import detach_streams
+from .plot_frame import ONE_DIGIT_TICKS, frame, small_frame
+from .plots import detach_streams, full_size
 
 CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
 EXACT_STEPS = 4000  # step curves with more steps than this are drawn from their exact counts at CURVE_POINTS eps
 EPS_LINE = {"color": "#d62728", "line_width": 2, "line_dash": "dashed"}
-SMALL_SIZE = {"responsive": True, "height": 230, "framewise": True}  # axes follow each new frame
 
 
 def k_distance_points(distances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,17 +60,18 @@ class DBSCANPlots:
     def k_distance(self) -> hv.Overlay:
         return (self.k_curve * self.h_line).opts(
             hv.opts.Curve(logy=True, color="#333", tools=["hover"], default_tools=["wheel_zoom", "reset", "save"],
-                          **frame("k-distance", "click or drag to set ε", hooks=(_ticks_at_1_2_5,)), **SMALL_SIZE),
+                          **frame("k-distance", "click or drag to set ε", hooks=(_ticks_at_1_2_5,)), framewise=True,
+                          **full_size()),  # as tall as the 2-D view beside it
             hv.opts.HLine(**EPS_LINE),
         )  # fmt: skip
 
     def sensitivity(self) -> list[hv.Overlay]:
         """Clusters and noise at every eps, as separate plots for the page to stack: with an hv.Layout's grid
         on this page, BokehJS in Chromium never reached idle and stopped sending the page's events."""
-        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "default_tools": ["wheel_zoom", "reset"], **SMALL_SIZE}
+        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "default_tools": ["wheel_zoom", "reset"]}
         return [
-            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**frame("Clusters at every ε (exact)", "click or drag to set ε"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
-            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**frame("Noise points at every ε (exact)", "click or drag to set ε"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**small_frame("Clusters at every ε (exact)", "click or drag to set ε"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**small_frame("Noise points at every ε (exact)", "click or drag to set ε"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
         ]  # fmt: skip
 
     def close(self) -> None:
@@ -100,7 +100,7 @@ def _ticks_at_1_2_5(plot, element) -> None:
     """The k-distance's log axis ticked at 1, 2 and 5 of each decade the curve spans, 1-9 as minor ticks. Bokeh's
     LogTicker falls back on linear ticks where a curve spans little more than a decade (min_samples 6 on moons:
     labels 0.1 to 0.5 crammed at the top under a band of minor ticks, none where the curve lies)."""
-    from bokeh.models import FixedTicker
+    from bokeh.models import CustomJSTickFormatter, FixedTicker
 
     distances = element.dimension_values(1)
     distances = distances[np.isfinite(distances) & (distances > 0)]
@@ -110,4 +110,7 @@ def _ticks_at_1_2_5(plot, element) -> None:
     decades = 10.0 ** np.arange(low, high + 1)
     ticks = [float(f"{m * d:.3g}") for d in decades for m in (1, 2, 5)]
     minor = [float(f"{m * d:.3g}") for d in decades for m in range(1, 10)]
-    plot.handles["yaxis"].ticker = FixedTicker(ticks=ticks, minor_ticks=minor)
+    axis = plot.handles["yaxis"]
+    axis.ticker = FixedTicker(ticks=ticks, minor_ticks=minor)
+    if not isinstance(axis.formatter, CustomJSTickFormatter):  # one per plot: a model lives in one document
+        axis.formatter = CustomJSTickFormatter(code=ONE_DIGIT_TICKS)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import holoviews as hv
 import numpy as np
 
-from .dbscan_plots import EPS_LINE, SMALL_SIZE
-from .plot_frame import frame
+from .dbscan_plots import EPS_LINE
+from .plot_frame import small_frame
 from .plots import detach_streams
 from .state import ClusteringSession
 
@@ -22,7 +22,7 @@ class GammaPlot:
         self.ranks = hv.DynamicMap(self._ranks, streams=[watched])
         self.plot = (self.ranks * hv.DynamicMap(self._count, streams=[watched])).opts(
             hv.opts.Scatter(color="#1f77b4", size=6, logy=True, tools=["hover", "tap"], default_tools=["reset"],
-                            xlabel="rank", ylabel="γ = ρ·δ", **frame("γ by rank", "click rank K for the K largest"), **SMALL_SIZE),
+                            xlabel="rank", ylabel="γ = ρ·δ", **small_frame("γ by rank", "click rank K for the K largest")),
             hv.opts.VLine(**EPS_LINE),
         )  # fmt: skip
         # on a layer, not on the overlay: a tap on the overlay's own DynamicMap never fires in Chromium

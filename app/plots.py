@@ -93,8 +93,13 @@ def cluster_colour(label: int) -> str:
 def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, names: tuple[str, str],
                      large: np.ndarray | None = None) -> hv.RGB:  # fmt: skip
     """Points aggregated per pixel and colour category, shaded, spread so lone points stay visible; the pixels that
-    hold points of the ``large`` mask are drawn a pixel wider on every side, over the others."""
+    hold points of the ``large`` mask are drawn a pixel wider on every side, over the others. Without a size (the
+    browser has not laid the plot out yet, and its size comes next), a transparent image over the same ranges:
+    one of PLOT_SIZE, sent with the page and replaced at once, was 1 MB per plot."""
     x_range, y_range = _padded(x, x_range, width), _padded(y, y_range, height)
+    if width is None or height is None:
+        return hv.RGB(np.zeros((1, 1, 4), np.uint8), bounds=(x_range[0], y_range[0], x_range[1], y_range[1]),
+                      kdims=list(names), vdims=list("RGBA"))  # fmt: skip
     frame = pd.DataFrame({"x": x, "y": y, "colour": colour_codes(labels)})
     canvas = ds.Canvas(plot_width=int(width), plot_height=int(height), x_range=x_range, y_range=y_range)
     counts = canvas.points(frame, "x", "y", ds.count_cat("colour"))
@@ -174,13 +179,13 @@ def _ranges_and_size(ranges: hv.streams.RangeXY, size: hv.streams.PlotSize) -> t
     return ranges.x_range, ranges.y_range, size.width, size.height
 
 
-def _padded(values: np.ndarray, current, pixels: int) -> tuple[float, float]:
+def _padded(values: np.ndarray, current, pixels: int | None) -> tuple[float, float]:
     """The zoomed range if any, else the data's extent with a margin of 3% plus a center marker's radius, so
     the markers of extreme points are not cut by the frame (and some width when the data are flat)."""
     if current is not None and None not in current and current[1] > current[0]:
         return float(current[0]), float(current[1])
     low, high = float(np.min(values)), float(np.max(values))
-    fraction = 0.03 + MARKER_SIZE / pixels
+    fraction = 0.03 + MARKER_SIZE / (pixels or PLOT_SIZE[0])  # (no size yet: about what the browser gives)
     margin = fraction * (high - low) / (1 - 2 * fraction) if high > low else max(abs(low), 1.0) * 0.5
     return low - margin, high + margin
 
@@ -198,7 +203,8 @@ class SessionPlots:
         self._watchers: list[tuple] = []  # (owner, watcher) on the studio and the session, removed by close()
         self.graph_ranges = hv.streams.RangeXY()
         self.view_ranges = hv.streams.RangeXY()
-        self.graph_size, self.view_size = size = [hv.streams.PlotSize(width=PLOT_SIZE[0], height=PLOT_SIZE[1]) for _ in range(2)]
+        # no size until the browser lays the plots out (see shade_categories)
+        self.graph_size, self.view_size = size = [hv.streams.PlotSize() for _ in range(2)]
         # before the streams' own watchers (and first of a batched update's, which start with the data set): new data
         # resets the zoom, then the images are shaded ahead
         self._watch(studio, self._studio_changed, ["dataset", "x_axis", "y_axis", "revision", "selected"])
@@ -220,7 +226,7 @@ class SessionPlots:
         self.view_lasso = hv.streams.Lasso(source=self.view_image)
         self.view_tap = hv.streams.Tap(source=self.view_image)  # the teaching view's point
         pinned_watched = hv.streams.Params(studio, ["pinned", "x_axis", "y_axis"])
-        pinned_size = hv.streams.PlotSize(width=PLOT_SIZE[0] // 2, height=PLOT_SIZE[1] // 2)
+        pinned_size = hv.streams.PlotSize()
         self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
         self._streams = [*graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size, pinned_size,
                          self.lasso, self.box, self.corner_tap, self.graph_pointer, self.view_pointer, self.view_lasso, self.view_tap]  # fmt: skip
@@ -232,7 +238,7 @@ class SessionPlots:
         return (self.graph_image * corner * centers * pointed).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
-                framewise=True, **frame("Decision graph", "lasso the peaks at the top right, or click a corner"), **_size(),
+                framewise=True, **frame("Decision graph", "lasso the peaks at the top right, or click a corner"), **full_size(),
             ),
             hv.opts.Path(color="black", line_dash="dashed", line_width=1.5, **OVER_THE_IMAGE),
             hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
@@ -245,7 +251,7 @@ class SessionPlots:
         pointed = self._ring("view", ["x_axis", "y_axis"])
         return (self.view_image * centers * pointed).opts(
             hv.opts.RGB(framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
-                        **frame("Points by cluster", VIEW_INSTRUCTION, hooks=(_view_instruction,)), **_size()),
+                        **frame("Points by cluster", VIEW_INSTRUCTION, hooks=(_view_instruction,)), **full_size()),
             hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
@@ -498,5 +504,6 @@ def with_unseen_rows(columns: dict[str, np.ndarray], styles: dict[str, tuple]) -
     return {name: np.concatenate([values, unseen(name, values)]) for name, values in columns.items()}
 
 
-def _size() -> dict:
+def full_size() -> dict:
+    """Size options of a plot of the top row: its column's width, at least PLOT_SIZE's height."""
     return {"responsive": True, "min_height": PLOT_SIZE[1], "max_height": 640}

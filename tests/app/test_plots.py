@@ -18,7 +18,7 @@ import pytest
 from dpstudio.app import page as page_module
 from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, SessionPlots, shade_categories, shade_counts
+from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, PLOT_SIZE, SessionPlots, shade_categories, shade_counts
 from dpstudio.app.studio import Studio
 from dpstudio.app.tree_plot import NO_BOXES, tree_boxes
 
@@ -190,6 +190,7 @@ def test_an_edit_keeps_the_2d_views_zoom_and_its_redraw_takes_the_images_shaded_
     studio = Studio()
     studio.load(cache.sample("blobs"))
     plots = SessionPlots(studio)
+    laid_out(plots)
     plots._drawn.update(["decision graph", "2-D view"])  # as if on a page
     zoom = {"x_range": (0.0, 5.0), "y_range": (0.0, 4.0)}
     plots.graph_ranges.event(**zoom)
@@ -209,6 +210,28 @@ def test_an_edit_keeps_the_2d_views_zoom_and_its_redraw_takes_the_images_shaded_
     assert plots.graph_ranges.x_range is None and plots.view_ranges.x_range is None
 
 
+def laid_out(plots: SessionPlots) -> None:
+    """Give the plots the size a browser reports once it has laid them out."""
+    for size in (plots.graph_size, plots.view_size):
+        size.event(width=PLOT_SIZE[0], height=PLOT_SIZE[1])
+
+
+def test_before_the_browser_gives_a_size_the_images_are_blank_over_the_datas_ranges():
+    """The page was sent with both images shaded at PLOT_SIZE (1 MB each), which the browser's first report of
+    the plots' real size replaced at once."""
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    blank = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, None, None, None, None)
+    assert blank.data.shape == (1, 1, 4) and not blank.data.any()
+    laid_out(plots)
+    image = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, None, None, *PLOT_SIZE)
+    assert image.data.shape == (PLOT_SIZE[1], PLOT_SIZE[0], 4) and image.data.any()
+    span = image.bounds.lbrt()[2] - image.bounds.lbrt()[0]  # the axes hardly move when it comes (the margins differ)
+    assert blank.bounds.lbrt() == pytest.approx(image.bounds.lbrt(), abs=0.03 * span)
+    plots.close()
+
+
 def test_an_image_a_redraw_waits_for_is_not_shaded_ahead_again(monkeypatch):
     """An edit is heard by two watchers that shade the decision graph ahead (DPC's revision, then the studio's): when
     HoloViews' redraw, between them, already waits for the image of the first, the second does not shade it again
@@ -223,6 +246,7 @@ def test_an_image_a_redraw_waits_for_is_not_shaded_ahead_again(monkeypatch):
     studio = Studio()
     studio.load(DatasetCache(backend="cpu").sample("blobs"))
     plots = SessionPlots(studio)
+    laid_out(plots)
     plots._drawn.update(["decision graph", "2-D view"])  # as if on a page
     monkeypatch.setattr(plots_module, "shade_categories", shade)
     studio.add_point(1.0, 1.0)
@@ -269,6 +293,7 @@ def test_markers_and_colours_stay_with_their_own_data_set_while_another_loads():
     studio = Studio()
     studio.load(cache.sample("moons"))
     plots = SessionPlots(studio)
+    laid_out(plots)
     with param.edit_constant(studio):
         studio.selected = np.arange(studio.dataset.n_points) < 10  # a lasso on moons' 2-D view
     studio.dpc.load(cache.sample("blobs"))  # as Studio.load does, a moment before the studio shows blobs
@@ -376,3 +401,20 @@ def test_frame_adds_one_instruction_line_and_compact_ticks_on_linear_axes_only()
     assert [line.text for line in lines] == ["lasso the peaks"] and seen == ["element"] * 3
     assert isinstance(plot.state.xaxis[0].formatter, CustomJSTickFormatter)
     assert isinstance(plot.state.yaxis[0], LogAxis) and not isinstance(plot.state.yaxis[0].formatter, CustomJSTickFormatter)
+    assert plot.state.toolbar.logo is None
+
+
+def test_a_short_plots_toolbar_has_no_buttons_for_pointing_and_clicking():
+    """The 230 px plots' toolbars ended in Bokeh's "..." menu, reset out of sight: hover and tap, on without their
+    buttons, and save give their places to the tools a user switches."""
+    from bokeh.plotting import figure
+
+    from dpstudio.app.plot_frame import SMALL_HEIGHT, small_frame
+
+    options = small_frame("γ by rank", "click rank K")
+    assert options["height"] == SMALL_HEIGHT and options["responsive"]
+    plot = type("Plot", (), {"state": figure(tools="pan,box_zoom,wheel_zoom,hover,tap,save,reset")})()
+    for hook in options["hooks"]:
+        hook(plot, "element")
+    shown = {type(tool).__name__ for tool in plot.state.toolbar.tools if tool.visible}
+    assert shown == {"PanTool", "BoxZoomTool", "WheelZoomTool", "ResetTool"}

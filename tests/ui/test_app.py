@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
+from dpstudio.app.plot_frame import ONE_DIGIT_TICKS
+
 from .conftest import Server
 
 pytestmark = pytest.mark.browser
@@ -110,21 +112,27 @@ def test_the_plots_draw_on_a_2d_canvas(page: Page, server):
 
 def test_tick_labels_stay_short_at_any_scale(page: Page, server):
     """Bokeh's own labels at 1.4e6 were 1.400e+6, which widened the axis and cut the title; the plots' linear axes
-    format their ticks in the browser with plot_frame's code: one notation per axis, and the fewest digits that
-    still write every tick exactly."""
+    format their ticks in the browser with plot_frame's code: one notation per axis, and the fewest decimals that
+    still write every tick exactly, the same for every tick (a zoomed-in axis read 0.49, 0.5, 0.51)."""
     open_app(page, server.url)
     cases = {
-        (0, 500000, 1000000, 1500000): ["0", "5e5", "1e6", "1.5e6"],
-        (0, 50000, 100000, 150000): ["0", "5e4", "1e5", "1.5e5"],  # one notation for the whole axis
+        (0, 500000, 1000000, 1500000): ["0", "5.0e5", "1.0e6", "1.5e6"],
+        (0, 50000, 100000, 150000): ["0", "5.0e4", "1.0e5", "1.5e5"],  # one notation for the whole axis
         (0.1, 0.2, 0.30000000000000004): ["0.1", "0.2", "0.3"],
-        (4500000, 4500002, 4500004): ["4.5e6", "4.500002e6", "4.500004e6"],  # zoomed in: the ticks still differ
+        (4500000, 4500002, 4500004): ["4.500000e6", "4.500002e6", "4.500004e6"],  # zoomed in: the ticks still differ
         (45.12346, 45.12347): ["45.12346", "45.12347"],
-        (-2.5, 0, 2.5, 120): ["-2.5", "0", "2.5", "120"],
+        (0.49, 0.5, 0.51): ["0.49", "0.50", "0.51"],
+        (-2.5, 0, 2.5, 5): ["-2.5", "0.0", "2.5", "5.0"],
+        (0, 20, 40): ["0", "20", "40"],
         (0.000001, 0.000002): ["1e-6", "2e-6"],
     }
     for ticks, labels in cases.items():
         assert page.evaluate("""ticks => [...Bokeh.documents[0].all_models].find(m => m.type === "CustomJSTickFormatter")
             .doFormat(ticks, {loc: 0})""", list(ticks)) == labels
+    # the k-distance's log axis, ticked at 1, 2 and 5 of each decade, writes each tick in its one digit
+    one_digit = "([code, ticks]) => ticks.map(tick => new Function('tick', code)(tick))"
+    assert page.evaluate(one_digit, [ONE_DIGIT_TICKS, [5e-8, 1e-7, 2e-6, 0.05, 0.2, 1, 5, 2e5]]) == \
+        ["5e-8", "1e-7", "2e-6", "0.05", "0.2", "1", "5", "2e5"]
 
 
 def test_a_narrow_window_puts_the_2d_view_under_the_decision_graph(page: Page, server):

@@ -204,17 +204,25 @@ def plots_with_axes_out_of_place(page: Page) -> list[str]:
         .map(view => view.model.title.text)""")
 
 
+def plots_with_cut_toolbars(page: Page) -> int:
+    """How many shown plots have more tools than their toolbar's length holds: Bokeh ends it in a "..." menu."""
+    return page.evaluate("""() => [...Bokeh.index.all_views()]
+        .filter(view => view.model.type === "Toolbar" && view.el.getBoundingClientRect().height > 0)
+        .filter(view => view.shadow_el.contains(view._overflow_el)).length""")
+
+
 def test_the_plots_keep_their_layout_when_the_page_changes_around_them(page: Page, server):
     """In Panel's FlexBox (HTML around its children), the decision graph, the γ plot and the 2-D view were drawn with
-    their axes and titles out of place once a dc sweep's plots arrived below them, or DBSCAN's plots beside them."""
+    their axes and titles out of place once a dc sweep's plots arrived below them, or DBSCAN's plots beside them.
+    Every toolbar shows all its buttons (the short plots' ended in a "..." menu, reset in it)."""
     open_app(page, server.url)
-    assert plots_with_axes_out_of_place(page) == []
+    assert plots_with_axes_out_of_place(page) == [] and plots_with_cut_toolbars(page) == 0
     page.get_by_role("button", name=re.compile("Sweep dc")).click()
     expect(page.get_by_text("Swept 32 dc values")).to_be_visible(timeout=TIMEOUT_MS)
     page.wait_for_timeout(2000)
-    assert plots_with_axes_out_of_place(page) == []
+    assert plots_with_axes_out_of_place(page) == [] and plots_with_cut_toolbars(page) == 0
     switch_to_dbscan(page)
-    assert plots_with_axes_out_of_place(page) == []
+    assert plots_with_axes_out_of_place(page) == [] and plots_with_cut_toolbars(page) == 0
 
 
 def test_ground_truth_colours_and_the_pinned_comparison(page: Page, server):
