@@ -193,7 +193,8 @@ class StudioPage:
         self.contingency = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=300)
         # 4 significant digits, whatever the data's units (a tiny dc is not shown as 0), and the same in the box:
         # Panel gives the box only the format the slider is made with, and 8 decimals ran into its arrows
-        self.dc = pn.widgets.EditableFloatSlider(name="dc (cut-off distance)", format=PrintfTickFormatter(format="%.4g"))
+        self.dc = pn.widgets.EditableFloatSlider(name="dc (cut-off distance)", format=PrintfTickFormatter(format="%.4g"),
+                                                 sizing_mode="stretch_width")  # its box takes the room beside the name: 5.497e-7 ran into the arrows
         # text, so that it can be blank while dc is set directly (a number field shows NaN)
         self.dc_percent = pn.widgets.TextInput(name="dc from the percent rule (% neighbours)",
                                                placeholder="dc set directly: type a percent for the rule")  # fmt: skip
@@ -315,9 +316,11 @@ class StudioPage:
         session.param.watch(self._show_sweep, ["sweep"])
         studio.param.watch(self._show_method, ["method", "dataset", "colour_by", "pinned"])
         session.param.watch(lambda e: setattr(self.undo, "disabled", not e.new), "can_undo")
+        session.param.watch(self._show_centers, "centers")
         session.param.watch(self._show_pending, "pending_centers")
         session.param.watch(self._show_notice, "notice")
         self._show_parameters()
+        self._show_centers()
         self._show_method()
         self._show_clusters()
         self._show_teaching()
@@ -405,7 +408,7 @@ class StudioPage:
                                         "from its birth to its death as the distance scale shrinks.",
                                         css_classes=["dp-status"]),
         }  # fmt: skip
-        self.comparison = Deferred(lambda: [_side_by_side(
+        self.comparison = Deferred(lambda: ["### Comparison with the pinned clustering", _side_by_side(
             pn.Column(_plot_pane(self.plots.pinned_view(), "pinned-view"), sizing_mode="stretch_width"),
             pn.Column(self.comparison_note, self.contingency, sizing_mode="stretch_width"), basis=380,
         )])  # fmt: skip
@@ -428,7 +431,7 @@ class StudioPage:
             # goes, so a step-through left playing then played twice, past Pause
             self.explained_note, pn.Row(self.player, self.step_note, sizing_mode="stretch_width"), plots, self.stream_section.column,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
-            pn.Column("### Comparison with the pinned clustering", self.comparison.column, sizing_mode="stretch_width"),
+            self.comparison.column,
             _side_by_side(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
                           pn.Column("### Timings", self.status, width=360, styles={"flex": "0 0 360px"}), basis=360),
             sizing_mode="stretch_width",
@@ -532,6 +535,7 @@ class StudioPage:
     def _show_values_in_use(self) -> None:
         """Put the widgets back to the values in use (a value typed or chosen was refused, or its action dropped)."""
         self._show_parameters()
+        self._show_centers()
         self._show_method()
         self._show_teaching()
 
@@ -743,6 +747,10 @@ class StudioPage:
         self.kernel.value = session.kernel
         self.log_axes.value = session.log_axes
 
+    def _show_centers(self, *events) -> None:
+        if self.session.loaded:  # the count of the centers shown: Pick top γ starts from there
+            self.n_clusters.value = len(self.session.centers)
+
     def _dc_moved(self, event) -> None:
         """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box
         sends no value_throttled for 0 (its own starts at 0, so the browser's 0 is no change), which left 0 shown
@@ -837,7 +845,7 @@ class StudioPage:
     def _show_comparison(self) -> None:
         studio = self.studio
         truth_ari = studio.truth_ari()
-        self.truth_note.object = ("No ground truth for this data set (the samples have one)." if truth_ari is None else
+        self.truth_note.object = (_no_truth(studio.dataset) if truth_ari is None else
                                   f"ARI of the {studio.active.title} clustering with the ground truth: **{truth_ari:.3f}**")  # fmt: skip
         comparison = studio.comparison()
         if comparison is not None:  # before the strip is first shown, as the stream's log
@@ -971,6 +979,13 @@ def _side_by_side(*columns: pn.Column, basis: int) -> pn.Row:
         # (CSS, not Bokeh's min_width: Bokeh adds its children's up into the page's, which then cannot wrap)
         column.styles = {"flex": f"1 1 {basis}px", "min-width": "300px", **column.styles}
     return pn.Row(*columns, sizing_mode="stretch_width", styles={"flex-wrap": "wrap"})
+
+
+def _no_truth(dataset: Dataset) -> str:
+    """Why a data set has no ground truth to colour by."""
+    if dataset.original.truth is not None:  # a sample after a stream or an edit: points came and went
+        return f"No ground truth for the edited points: choose {dataset.original.name} again for its own."
+    return "No ground truth for this data set (the samples have one)."
 
 
 def _plot_pane(plot, name: str) -> pn.pane.HoloViews:

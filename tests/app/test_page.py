@@ -19,6 +19,7 @@ import panel as pn
 import param
 import pytest
 
+from dpstudio import sample_data
 from dpstudio.app import page as page_module
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.page import PageSettings, StudioPage
@@ -205,6 +206,32 @@ def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(cache, 
     page.n_clusters.value = 2
     page.pick.clicks += 1
     assert run_queued(loop, queued) == [True] and len(page.session.centers) == 2
+    page.close()
+
+
+def test_the_number_of_clusters_box_shows_how_many_centers_there_are(cache):
+    """It said 3 beside the rule's 5 clusters, so that Pick top γ went down to 3 from a count nobody had seen."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    assert page.n_clusters.value == len(page.session.centers) == 5
+    page.session.pick_count(2)
+    assert page.n_clusters.value == 2
+    page.session.clear()  # the densest point's one cluster
+    assert page.n_clusters.value == len(page.session.centers) == 1
+    page.close()
+
+
+def test_an_edited_samples_truth_note_says_where_the_truth_went(cache):
+    """After a stream the colouring by ground truth was greyed out beside "No ground truth for this data set (the
+    samples have one)", while the data set shown was a sample's."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    assert page.truth_note.object.startswith("ARI of the DPC clustering with the ground truth")
+    page.streaming.start(10)
+    assert page.studio.dataset.name == "blobs (edited)" and page.colour_by.disabled
+    assert page.truth_note.object == "No ground truth for the edited points: choose blobs again for its own."
+    page.studio.load(cache.file(sample_data.path("moons")))  # a file, not the sample set
+    assert page.truth_note.object == "No ground truth for this data set (the samples have one)."
     page.close()
 
 

@@ -218,9 +218,11 @@ def test_a_typed_dc_blanks_the_percent_and_a_typed_percent_applies(page: Page, s
     # the percent's whole answer first (the command comes last): a later update of the dc box could replace the
     # text typed next before its Enter, which would then set the rule's dc as typed (seen once in CI)
     expect(page.get_by_label("The same result from the command line")).to_have_value(re.compile(r"--dc-percent 2 "), timeout=TIMEOUT_MS)
-    type_into(dc_field(page), "1e-9")
+    type_into(dc_field(page), "5.497e-9")
     expect(page.get_by_text("every ρ is 0")).to_be_visible(timeout=TIMEOUT_MS)
-    expect(dc_field(page)).to_have_value("1e-9")
+    expect(dc_field(page)).to_have_value("5.497e-9")
+    text, room = dc_field(page).evaluate(TEXT_AND_ROOM)
+    assert text <= room, "a dc in a power of ten runs into the box's arrows"  # the box was a quarter of the slider
     type_into(percent_field(page), "2")
     expect(page.get_by_text("every ρ is 0")).to_be_hidden(timeout=TIMEOUT_MS)
 

@@ -42,11 +42,19 @@ def test_a_url_opens_a_sample_with_its_parameters_and_a_bad_one_says_why(page: P
     expect(page.get_by_text("The URL's parameters were not used: dc must be a number, got 'abc'")).to_be_visible()
 
 
+def pick_top_three(page: Page) -> None:
+    """3 clusters by the largest γ (the box shows the rule's 5 at first)."""
+    field = page.get_by_label("Number of clusters")
+    field.fill("3")
+    field.press("Enter")
+    page.get_by_role("button", name="Pick top γ").click()
+    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+
+
 def test_copy_as_command_puts_the_line_on_the_clipboard(page: Page, server):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     open_app(page, server.url)
-    page.get_by_role("button", name="Pick top γ").click()
-    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+    pick_top_three(page)
     line = command_box(page).input_value()
     assert "--centers " in line and line.endswith("--out labels.csv"), line
     page.get_by_role("button", name="Copy as command").click()
@@ -55,8 +63,7 @@ def test_copy_as_command_puts_the_line_on_the_clipboard(page: Page, server):
 
 def test_a_saved_session_loads_back_in_a_fresh_page(page: Page, server, tmp_path):
     open_app(page, server.url)
-    page.get_by_role("button", name="Pick top γ").click()  # 3 clusters by the largest gamma
-    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+    pick_top_three(page)
     with page.expect_download(timeout=TIMEOUT_MS) as download:
         page.get_by_text("Save the session (JSON)").click()
     saved = tmp_path / download.value.suggested_filename

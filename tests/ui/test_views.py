@@ -234,13 +234,17 @@ def test_ground_truth_colours_and_the_pinned_comparison(page: Page, server):
     page.wait_for_timeout(2000)
     assert view.screenshot() != picture
     page.get_by_role("button", name="clusters", exact=True).click()
+    heading = page.get_by_text("Comparison with the pinned clustering")
+    expect(heading).to_be_hidden()  # it stood over nothing
     page.get_by_role("button", name="Pin this clustering to compare").click()
     expect(page.get_by_text("ARI: 1.000")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(heading).to_be_visible()
     switch_to_dbscan(page)
     expect(page.get_by_text(re.compile(r"Pinned: DPC dc="))).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.get_by_text(re.compile(r"ARI: 0\.\d{3}"))).to_be_visible(timeout=TIMEOUT_MS)
     page.get_by_role("button", name="Unpin").click()
     expect(page.get_by_text("Pinned: DPC dc=")).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(heading).to_be_hidden()
 
 
 def test_other_axes_a_lone_center_and_a_one_column_file_draw_without_warnings(page: Page, server, tmp_path):
