@@ -168,6 +168,7 @@ class HDBSCANState(TreeState):
         min_samples = _check_min_samples(min_samples, dataset)
         model = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, cluster_selection_method=selection)
         model.fit(dataset.indexed, progress=progress)
+        self._rule_clusters = model.selected_clusters_.tolist()
         self._show(model, dataset=dataset, min_cluster_size=min_cluster_size, min_samples=min_samples,
                    selection=selection, hand_picked=False)  # fmt: skip
 
@@ -188,9 +189,11 @@ class HDBSCANState(TreeState):
         self.set_clusters(selected)
 
     def set_clusters(self, clusters) -> None:
-        """Select exactly these clusters of the condensed tree (a saved session's hand-picked selection)."""
-        self.model.set_clusters(sorted(int(c) for c in clusters))
-        self._show(self.model, hand_picked=True)
+        """Select exactly these clusters of the condensed tree (a saved session's hand-picked selection); clicked
+        back to the rule's own, they are the rule's again."""
+        clusters = sorted(int(c) for c in clusters)
+        self.model.set_clusters(clusters)
+        self._show(self.model, hand_picked=clusters != sorted(self._rule_clusters))
 
     def describe(self) -> str:
         rule = "hand-picked" if self.hand_picked else self.selection

@@ -153,6 +153,9 @@ def test_hdbscan_parameters_and_a_hand_picked_selection(studio):
     state.toggle_cluster(int(chosen[0]))
     assert state.hand_picked and list(state.model.selected_clusters_) == list(chosen[1:])
     np.testing.assert_array_equal(studio.labels() < 0, (reference.labels_ < 0) | (reference.labels_ == 0))
+    state.toggle_cluster(int(chosen[0]))  # clicked back: the rule's selection, and it says so
+    assert not state.hand_picked and list(state.model.selected_clusters_) == list(chosen)
+    state.toggle_cluster(int(chosen[0]))
     # the root's first child holds several chosen leaves: choosing it drops them
     top = int(np.sort(tree.child[(tree.parent == n) & (tree.child >= n)])[0])
     state.toggle_cluster(top)
