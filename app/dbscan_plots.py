@@ -8,8 +8,8 @@ import holoviews as hv
 import numpy as np
 
 from .density_state import DBSCANState, EpsCurve
-from .plot_frame import ONE_DIGIT_TICKS, frame, small_frame
-from .plots import detach_streams, full_size
+from .plot_frame import ONE_DIGIT_TICKS, frame, full_size, small_frame
+from .plots import detach_streams
 
 CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
 EXACT_STEPS = 4000  # step curves with more steps than this are drawn from their exact counts at CURVE_POINTS eps
@@ -59,7 +59,7 @@ class DBSCANPlots:
 
     def k_distance(self) -> hv.Overlay:
         return (self.k_curve * self.h_line).opts(
-            hv.opts.Curve(logy=True, color="#333", tools=["hover"], default_tools=["wheel_zoom", "reset", "save"],
+            hv.opts.Curve(logy=True, color="#333", tools=["hover"],
                           **frame("k-distance", "click or drag to set ε", hooks=(_ticks_at_1_2_5,)), framewise=True,
                           **full_size()),  # as tall as the 2-D view beside it
             hv.opts.HLine(**EPS_LINE),
@@ -68,7 +68,7 @@ class DBSCANPlots:
     def sensitivity(self) -> list[hv.Overlay]:
         """Clusters and noise at every eps, as separate plots for the page to stack: with an hv.Layout's grid
         on this page, BokehJS in Chromium never reached idle and stopped sending the page's events."""
-        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "default_tools": ["wheel_zoom", "reset"]}
+        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"]}
         return [
             (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**small_frame("Clusters at every ε (exact)", "click or drag to set ε"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
             (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**small_frame("Noise points at every ε (exact)", "click or drag to set ε"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),

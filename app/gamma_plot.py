@@ -21,7 +21,7 @@ class GammaPlot:
         watched = hv.streams.Params(session, ["revision"])
         self.ranks = hv.DynamicMap(self._ranks, streams=[watched])
         self.plot = (self.ranks * hv.DynamicMap(self._count, streams=[watched])).opts(
-            hv.opts.Scatter(color="#1f77b4", size=6, logy=True, tools=["hover", "tap"], default_tools=["reset"],
+            hv.opts.Scatter(color="#1f77b4", size=6, logy=True, tools=["hover", "tap"],
                             xlabel="rank", ylabel="γ = ρ·δ", **small_frame("γ by rank", "click rank K for the K largest")),
             hv.opts.VLine(**EPS_LINE),
         )  # fmt: skip

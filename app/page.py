@@ -139,6 +139,7 @@ class StudioPage:
         self.session = self.studio.dpc
         self._slider_dataset: Dataset | None = None
         self._dc_shown: float | None = None  # the dc the box shows: the one in use, or the last one asked for
+        self._centers_counted: int | None = None  # the count of centers the number-of-clusters box was last given
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
         self.plots = SessionPlots(self.studio, on_render=self._show_status)
         self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
@@ -227,7 +228,7 @@ class StudioPage:
         self.step_note = pn.pane.Markdown(visible=False)
         self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
         # no start: a bound makes the browser keep a 0 typed in the box and send nothing, and Pick used the old number
-        self.n_clusters = whole_number_input("Number of clusters", value=3, width=130)
+        self.n_clusters = whole_number_input("Number of clusters", width=130)
         self.pick = pn.widgets.Button(name="Pick top γ", align="end")
         self.clear = pn.widgets.Button(name="Clear")
         self.undo = pn.widgets.Button(name="Undo", disabled=True)
@@ -662,7 +663,6 @@ class StudioPage:
 
     def _pick_by_rank(self, n_centers: int | None) -> None:
         if n_centers is not None:
-            self.n_clusters.value = n_centers
             self._start("Relabelling", self.session.pick_count, n_centers, redraw=True)
 
     def _go_to_dc(self, dc: float | None) -> None:
@@ -748,8 +748,11 @@ class StudioPage:
         self.log_axes.value = session.log_axes
 
     def _show_centers(self, *events) -> None:
-        if self.session.loaded:  # the count of the centers shown: Pick top γ starts from there
-            self.n_clusters.value = len(self.session.centers)
+        """The count of the centers shown, when it changes: Pick top γ starts from there. A count typed meanwhile
+        stays while the count does (a dc change, a stream's batches): Bokeh's box takes a value even while typed in."""
+        count = len(self.session.centers) if self.session.loaded else None
+        if count is not None and count != self._centers_counted:
+            self._centers_counted = self.n_clusters.value = count
 
     def _dc_moved(self, event) -> None:
         """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from bokeh.models import CustomJSTickFormatter, HoverTool, LinearAxis, SaveTool, TapTool, Title
+from bokeh.models import BoxZoomTool, CustomJSTickFormatter, LinearAxis, PanTool, ResetTool, Title, WheelZoomTool
 
 # One notation for all of an axis's ticks (powers of ten past 1e5 or under 1e-4, written 1.5e6 and 5e-5), and one
 # number of decimals (of the mantissa, in powers of ten): the fewest that write every tick exactly, so float noise such
@@ -31,14 +31,16 @@ for (let decimals = 0; decimals <= 16; decimals++) {
 return String(tick);
 """
 # A log axis's ticks at 1, 2 and 5 of each decade (see dbscan_plots), each in its one digit: 0.05 and 2, 5e-7 and
-# 2e6 (Bokeh wrote 2.000e-6).
+# 2e6 (Bokeh wrote 2.000e-6). Only for such ticks: 1.5e5 would read 2e5.
 ONE_DIGIT_TICKS = """
 const size = Math.abs(tick);
 if (size >= 1e5 || (size > 0 && size < 1e-4)) return tick.toExponential(0).replace("e+", "e");
 return String(tick);
 """
 INSTRUCTION = "instruction"  # the name of an instruction's Title model
+PLOT_SIZE = (560, 460)  # px of the top row's plots, before the browser says
 SMALL_HEIGHT = 260  # px of a short plot: the γ ranks, the ε curves, the dc sweep's curves
+SMALL_PLOT_BUTTONS = (PanTool, BoxZoomTool, WheelZoomTool, ResetTool)  # all that fit beside a short plot's frame
 
 
 def frame(title: str, instruction: str | None = None, hooks: tuple = ()) -> dict:
@@ -53,9 +55,16 @@ def frame(title: str, instruction: str | None = None, hooks: tuple = ()) -> dict
 def small_frame(title: str, instruction: str, hooks: tuple = ()) -> dict:
     """``frame`` for a short plot that stretches across its column: its toolbar shows only the four buttons that fit
     beside its frame (more ended in Bokeh's "..." menu, reset out of sight): pan, box zoom, wheel zoom and reset.
-    Pointing and clicking stay on without their buttons; there is no save button (the large plots have one)."""
+    Pointing and clicking stay on without their buttons; there is no save button (the large plots have one). (Not
+    HoloViews' ``default_tools``: an overlay's other layers bring back its defaults.)"""
+    # framewise: the axes follow each new frame
     return {**frame(title, instruction, (*hooks, _fewer_buttons)), "responsive": True, "height": SMALL_HEIGHT,
-            "framewise": True}  # fmt: skip  (framewise: the axes follow each new frame)
+            "framewise": True}  # fmt: skip
+
+
+def full_size() -> dict:
+    """Size options of a plot of the top row: its column's width, at least PLOT_SIZE's height."""
+    return {"responsive": True, "min_height": PLOT_SIZE[1], "max_height": 640}
 
 
 def compact_ticks(plot, element) -> None:
@@ -83,5 +92,4 @@ def _no_logo(plot, element) -> None:
 
 def _fewer_buttons(plot, element) -> None:
     for tool in plot.state.toolbar.tools:
-        if isinstance(tool, (HoverTool, TapTool, SaveTool)):
-            tool.visible = False
+        tool.visible = isinstance(tool, SMALL_PLOT_BUTTONS)

@@ -26,7 +26,7 @@ from datashader.colors import rgb
 
 from dpstudio.engine.centers import graph_coordinates
 
-from .plot_frame import frame, instruction_line
+from .plot_frame import PLOT_SIZE, frame, full_size, instruction_line
 from .studio import Studio
 
 HALO_GREY = "#b4b4b4"
@@ -56,7 +56,6 @@ def _is_colourful(colour: str) -> bool:
 CLUSTER_COLOURS = tuple(c for c in colorcet.palette["glasbey_category10"] if _is_colourful(c))[:20]  # past 20: reused
 PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
-PLOT_SIZE = (560, 460)
 MARKER_SIZE = 16  # pixels across a center marker
 VIEW_INSTRUCTION = "lasso some to see them on the decision graph"  # DPC's alone: the other methods have no graph
 # the layers over a plot's image leave its ranges to the image (shaded for the zoom, or the data's extent with room
@@ -90,13 +89,13 @@ def cluster_colour(label: int) -> str:
     return PALETTE[0] if label < 0 else CLUSTER_COLOURS[label % len(CLUSTER_COLOURS)]
 
 
-def shade_categories(x, y, labels, x_range, y_range, width: int, height: int, names: tuple[str, str],
+def shade_categories(x, y, labels, x_range, y_range, width: int | None, height: int | None, names: tuple[str, str],
                      large: np.ndarray | None = None) -> hv.RGB:  # fmt: skip
     """Points aggregated per pixel and colour category, shaded, spread so lone points stay visible; the pixels that
     hold points of the ``large`` mask are drawn a pixel wider on every side, over the others. Without a size (the
     browser has not laid the plot out yet, and its size comes next), a transparent image over the same ranges:
     one of PLOT_SIZE, sent with the page and replaced at once, was 1 MB per plot."""
-    x_range, y_range = _padded(x, x_range, width), _padded(y, y_range, height)
+    x_range, y_range = _ranges(x, y, x_range, y_range, width, height)
     if width is None or height is None:
         return hv.RGB(np.zeros((1, 1, 4), np.uint8), bounds=(x_range[0], y_range[0], x_range[1], y_range[1]),
                       kdims=list(names), vdims=list("RGBA"))  # fmt: skip
@@ -179,13 +178,18 @@ def _ranges_and_size(ranges: hv.streams.RangeXY, size: hv.streams.PlotSize) -> t
     return ranges.x_range, ranges.y_range, size.width, size.height
 
 
-def _padded(values: np.ndarray, current, pixels: int | None) -> tuple[float, float]:
+def _ranges(x, y, x_range, y_range, width: int | None, height: int | None) -> tuple[tuple[float, float], ...]:
+    """The image's (x, y) ranges: ``_padded`` for its size, or for PLOT_SIZE before the browser gives one."""
+    return _padded(x, x_range, width or PLOT_SIZE[0]), _padded(y, y_range, height or PLOT_SIZE[1])
+
+
+def _padded(values: np.ndarray, current, pixels: int) -> tuple[float, float]:
     """The zoomed range if any, else the data's extent with a margin of 3% plus a center marker's radius, so
     the markers of extreme points are not cut by the frame (and some width when the data are flat)."""
     if current is not None and None not in current and current[1] > current[0]:
         return float(current[0]), float(current[1])
     low, high = float(np.min(values)), float(np.max(values))
-    fraction = 0.03 + MARKER_SIZE / (pixels or PLOT_SIZE[0])  # (no size yet: about what the browser gives)
+    fraction = 0.03 + MARKER_SIZE / pixels
     margin = fraction * (high - low) / (1 - 2 * fraction) if high > low else max(abs(low), 1.0) * 0.5
     return low - margin, high + margin
 
@@ -226,9 +230,9 @@ class SessionPlots:
         self.view_lasso = hv.streams.Lasso(source=self.view_image)
         self.view_tap = hv.streams.Tap(source=self.view_image)  # the teaching view's point
         pinned_watched = hv.streams.Params(studio, ["pinned", "x_axis", "y_axis"])
-        pinned_size = hv.streams.PlotSize()
-        self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, pinned_size])
-        self._streams = [*graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size, pinned_size,
+        self.pinned_size = hv.streams.PlotSize()
+        self.pinned_image = hv.DynamicMap(self._pinned_image, streams=[pinned_watched, self.pinned_size])
+        self._streams = [*graph_watched, view_watched, pinned_watched, self.graph_ranges, self.view_ranges, *size, self.pinned_size,
                          self.lasso, self.box, self.corner_tap, self.graph_pointer, self.view_pointer, self.view_lasso, self.view_tap]  # fmt: skip
 
     def decision_graph(self) -> hv.Overlay:
@@ -319,7 +323,7 @@ class SessionPlots:
         """(key, shade): ``shade()`` makes the plot's image, ``shade_categories`` of its points coloured by
         ``colours()`` = (labels, large), timed; ``key`` is what the image depends on (``key`` given: the stream
         values it depends on besides ranges and size)."""
-        ranges = _padded(x, x_range, width), _padded(y, y_range, height)
+        ranges = _ranges(x, y, x_range, y_range, width, height)
         labels, large = colours()  # now, with the points: the state may change again before the shading starts
 
         def shade() -> hv.RGB:
@@ -503,7 +507,3 @@ def with_unseen_rows(columns: dict[str, np.ndarray], styles: dict[str, tuple]) -
 
     return {name: np.concatenate([values, unseen(name, values)]) for name, values in columns.items()}
 
-
-def full_size() -> dict:
-    """Size options of a plot of the top row: its column's width, at least PLOT_SIZE's height."""
-    return {"responsive": True, "min_height": PLOT_SIZE[1], "max_height": 640}

@@ -22,7 +22,8 @@ from dpstudio.engine import DensityPeaks
 from .datasets import Dataset, DatasetCache
 from .document import callbacks_from_threads_never_held, lasso_started_outside_the_frame_ignored, walks_only_when_changed
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
-from .plots import PLOT_SIZE, shade_categories, start_shading_threads
+from .plot_frame import PLOT_SIZE
+from .plots import shade_categories, start_shading_threads
 
 log = logging.getLogger("dpstudio")
 WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")

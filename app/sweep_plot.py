@@ -40,7 +40,7 @@ class SweepPlot:
         self.curves = [
             (layer(_plateaus) * layer(lambda frame, c=column: hv.Curve(frame, "dc", c)) * self.points[column]
              * layer(lambda frame: hv.VLine(self.session.dc if self.session.loaded else 1.0))).opts(
-                hv.opts.Curve(color=colour, **small_frame(title, "click a point to go to its dc"), logx=True, xlabel="dc", tools=["hover"], default_tools=["reset"]),
+                hv.opts.Curve(color=colour, **small_frame(title, "click a point to go to its dc"), logx=True, xlabel="dc", tools=["hover"]),
                 hv.opts.Scatter(color=colour, size=6, tools=["hover"]),
                 hv.opts.VLine(**EPS_LINE), hv.opts.VSpans(color=PLATEAU_COLOUR, alpha=0.15))
             for column, title, colour in SERIES

@@ -217,18 +217,24 @@ def laid_out(plots: SessionPlots) -> None:
 
 
 def test_before_the_browser_gives_a_size_the_images_are_blank_over_the_datas_ranges():
-    """The page was sent with both images shaded at PLOT_SIZE (1 MB each), which the browser's first report of
-    the plots' real size replaced at once."""
+    """The page was sent with the images shaded at PLOT_SIZE (1 MB each), which the browser's first report of the
+    plots' real size replaced at once: now they are blank until that report, then shaded at its size."""
     studio = Studio()
     studio.load(DatasetCache(backend="cpu").sample("blobs"))
-    plots = SessionPlots(studio)
-    blank = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, None, None, None, None)
-    assert blank.data.shape == (1, 1, 4) and not blank.data.any()
-    laid_out(plots)
-    image = plots._view_image(studio.revision, studio.x_axis, studio.y_axis, None, None, *PLOT_SIZE)
-    assert image.data.shape == (PLOT_SIZE[1], PLOT_SIZE[0], 4) and image.data.any()
-    span = image.bounds.lbrt()[2] - image.bounds.lbrt()[0]  # the axes hardly move when it comes (the margins differ)
-    assert blank.bounds.lbrt() == pytest.approx(image.bounds.lbrt(), abs=0.03 * span)
+    studio.pin()
+    plots, renderer = SessionPlots(studio), hv.renderer("bokeh")
+    drawn = [renderer.get_plot(view) for view in (plots.decision_graph(), plots.data_view(), plots.pinned_view())]
+    images = (plots.graph_image, plots.view_image, plots.pinned_image)
+    blanks = [image.last for image in images]
+    assert all(blank.data.shape == (1, 1, 4) and not blank.data.any() for blank in blanks)
+    assert blanks[2].label == studio.pinned.name  # the pinned plot's title is right at once
+    for size in (plots.graph_size, plots.view_size, plots.pinned_size):  # as the browser reports them
+        size.event(width=640, height=400)
+    for blank, image in zip(blanks, images):
+        assert image.last.data.shape == (400, 640, 4) and image.last.data.any()
+        span = image.last.bounds.lbrt()[2] - image.last.bounds.lbrt()[0]  # the axes hardly move (the margins differ)
+        assert blank.bounds.lbrt() == pytest.approx(image.last.bounds.lbrt(), abs=0.02 * span)
+    assert drawn
     plots.close()
 
 
@@ -405,15 +411,15 @@ def test_frame_adds_one_instruction_line_and_compact_ticks_on_linear_axes_only()
 
 
 def test_a_short_plots_toolbar_has_no_buttons_for_pointing_and_clicking():
-    """The 230 px plots' toolbars ended in Bokeh's "..." menu, reset out of sight: hover and tap, on without their
-    buttons, and save give their places to the tools a user switches."""
+    """The short plots' toolbars ended in Bokeh's "..." menu, reset out of sight: hover and tap, on without their
+    buttons, save and any other tool give their places to the four a user switches."""
     from bokeh.plotting import figure
 
     from dpstudio.app.plot_frame import SMALL_HEIGHT, small_frame
 
     options = small_frame("γ by rank", "click rank K")
     assert options["height"] == SMALL_HEIGHT and options["responsive"]
-    plot = type("Plot", (), {"state": figure(tools="pan,box_zoom,wheel_zoom,hover,tap,save,reset")})()
+    plot = type("Plot", (), {"state": figure(tools="pan,box_zoom,wheel_zoom,hover,tap,save,reset,lasso_select")})()
     for hook in options["hooks"]:
         hook(plot, "element")
     shown = {type(tool).__name__ for tool in plot.state.toolbar.tools if tool.visible}
