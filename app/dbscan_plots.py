@@ -8,7 +8,7 @@ import holoviews as hv
 import numpy as np
 
 from .density_state import DBSCANState, EpsCurve
-from .plot_frame import ONE_DIGIT_TICKS, frame, full_size, small_frame
+from .plot_frame import frame, full_size, small_frame
 from .plots import detach_streams
 
 CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
@@ -60,7 +60,7 @@ class DBSCANPlots:
     def k_distance(self) -> hv.Overlay:
         return (self.k_curve * self.h_line).opts(
             hv.opts.Curve(logy=True, color="#333", tools=["hover"],
-                          **frame("k-distance", "click or drag to set ε", hooks=(_ticks_at_1_2_5,)), framewise=True,
+                          **frame("k-distance", "click or drag to set ε"), framewise=True,
                           **full_size()),  # as tall as the 2-D view beside it
             hv.opts.HLine(**EPS_LINE),
         )  # fmt: skip
@@ -94,23 +94,3 @@ def ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
     suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _ticks_at_1_2_5(plot, element) -> None:
-    """The k-distance's log axis ticked at 1, 2 and 5 of each decade the curve spans, 1-9 as minor ticks. Bokeh's
-    LogTicker falls back on linear ticks where a curve spans little more than a decade (min_samples 6 on moons:
-    labels 0.1 to 0.5 crammed at the top under a band of minor ticks, none where the curve lies)."""
-    from bokeh.models import CustomJSTickFormatter, FixedTicker
-
-    distances = element.dimension_values(1)
-    distances = distances[np.isfinite(distances) & (distances > 0)]
-    if not distances.size:
-        return
-    low, high = np.floor(np.log10(distances.min())), np.ceil(np.log10(distances.max()))
-    decades = 10.0 ** np.arange(low, high + 1)
-    ticks = [float(f"{m * d:.3g}") for d in decades for m in (1, 2, 5)]
-    minor = [float(f"{m * d:.3g}") for d in decades for m in range(1, 10)]
-    axis = plot.handles["yaxis"]
-    axis.ticker = FixedTicker(ticks=ticks, minor_ticks=minor)
-    if not isinstance(axis.formatter, CustomJSTickFormatter):  # one per plot: a model lives in one document
-        axis.formatter = CustomJSTickFormatter(code=ONE_DIGIT_TICKS)

@@ -7,35 +7,78 @@ from __future__ import annotations
 
 import functools
 
-from bokeh.models import BoxZoomTool, CustomJSTickFormatter, LinearAxis, PanTool, ResetTool, Title, WheelZoomTool
+from bokeh.models import (BoxZoomTool, CustomJSTicker, CustomJSTickFormatter, LinearAxis, LogAxis, NoOverlap, PanTool,
+                          ResetTool, Title, WheelZoomTool)
 
 # One notation for all of an axis's ticks (powers of ten past 1e5 or under 1e-4, written 1.5e6 and 5e-5), and one
 # number of decimals (of the mantissa, in powers of ten): the fewest that write every tick exactly, so float noise such
 # as 0.30000000000000004 goes, ticks 1e-6 apart at 45.12346 still differ, and a zoomed-in axis reads 0.49, 0.50, 0.51
-# (not 0.5 among them). Bokeh passes every tick of the axis in ``ticks``.
+# (not 0.5 among them). "Exactly": within a millionth of a step, or the float noise of ticks a deep zoom puts 1e-11
+# apart at 6.3 (no number of decimals wrote them closer, and the labels fell back on 6.343677199399999). Ticks of a
+# log axis a decade or more apart (LOG_TICKS' 1, 2 and 5) each take their own fewest digits: 0.05, 0.1, 2.
+# Bokeh passes every tick of the axis in ``ticks``; ``log`` is the formatter's argument.
 COMPACT_TICKS = """
 const size = Math.max(...ticks.map(Math.abs));
 const exponential = size >= 1e5 || (size > 0 && size < 1e-4);
 const sorted = [...ticks].sort((a, b) => a - b);
 const steps = sorted.slice(1).map((value, i) => value - sorted[i]).filter(step => step > 0);
-const tolerance = 1e-6 * (steps.length ? Math.min(...steps) : Math.max(size, 1));
+const tolerance = Math.max(1e-6 * (steps.length ? Math.min(...steps) : Math.max(size, 1)), 8 * Number.EPSILON * size);
 const write = (value, decimals) => {
   if (!exponential) return value.toFixed(decimals);
   if (value === 0) return "0";
   const [mantissa, power] = value.toExponential(decimals).split("e");
   return `${mantissa}e${parseInt(power)}`;
 };
-for (let decimals = 0; decimals <= 16; decimals++) {
-  if (ticks.every(value => Math.abs(Number(write(value, decimals)) - value) <= tolerance)) return write(tick, decimals);
-}
-return String(tick);
+const fewest = values => {
+  for (let decimals = 0; decimals <= 16; decimals++) {
+    if (values.every(value => Math.abs(Number(write(value, decimals)) - value) <= tolerance)) return decimals;
+  }
+  return null;
+};
+const decimals = log && sorted[0] > 0 && sorted[sorted.length - 1] >= 10 * sorted[0] ? fewest([tick]) : fewest(ticks);
+return decimals === null ? String(tick) : write(tick, decimals);
 """
-# A log axis's ticks at 1, 2 and 5 of each decade (see dbscan_plots), each in its one digit: 0.05 and 2, 5e-7 and
-# 2e6 (Bokeh wrote 2.000e-6). Only for such ticks: 1.5e5 would read 2e5.
-ONE_DIGIT_TICKS = """
-const size = Math.abs(tick);
-if (size >= 1e5 || (size > 0 && size < 1e-4)) return tick.toExponential(0).replace("e+", "e");
-return String(tick);
+# Where a log axis's ticks go: at 1, 2 and 5 of each decade in view (only at the powers of ten, every so many, where
+# those would be more than MOST), or, zoomed in to less than a decade, at a linear step of 1, 2 or 5 (about five
+# ticks). Bokeh's LogTicker fell back on linear ticks for a curve spanning about a decade (0.1 to 0.5 crammed at the
+# top of the k-distance plot, none where the curve lay), and labelled a dc sweep only at 0.5, 1 and 1.5.
+LOG_TICKS = """
+const low = Math.min(cb_data.start, cb_data.end), high = Math.max(cb_data.start, cb_data.end);
+if (!(low > 0) || !isFinite(high)) return [];
+const exact = value => Number(value.toPrecision(12));
+if (high < 10 * low) {
+  const rough = (high - low) / 5, power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 5, 10].map(m => m * power).find(s => s >= rough);
+  const ticks = [];
+  for (let k = Math.ceil(low / step); k * step <= high; k++) ticks.push(exact(k * step));
+  return ticks;
+}
+const MOST = 8;
+const at = mantissas => {
+  const ticks = [];
+  for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high)); power++)
+    for (const m of mantissas) {
+      const value = exact(m * 10 ** power);
+      if (value >= low && value <= high) ticks.push(value);
+    }
+  return ticks;
+};
+const ticks = at([1, 2, 5]);
+if (ticks.length <= MOST) return ticks;
+const powers = at([1]), every = Math.ceil(powers.length / MOST);
+return powers.filter(value => Math.round(Math.log10(value)) % every === 0);
+"""
+# Minor ticks at 1 to 9 of each decade where the major ones are 1, 2 and 5 or powers of ten (none when zoomed in).
+LOG_MINOR_TICKS = """
+const ticks = cb_data.major_ticks;
+if (ticks.length < 2 || ticks[ticks.length - 1] < 10 * ticks[0]) return [];
+const low = Math.min(cb_data.start, cb_data.end), high = Math.max(cb_data.start, cb_data.end), minor = [];
+for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high)); power++)
+  for (let m = 1; m <= 9; m++) {
+    const value = Number((m * 10 ** power).toPrecision(12));
+    if (value >= low && value <= high) minor.push(value);
+  }
+return minor;
 """
 INSTRUCTION = "instruction"  # the name of an instruction's Title model
 PLOT_SIZE = (560, 460)  # px of the top row's plots, before the browser says
@@ -56,7 +99,8 @@ def small_frame(title: str, instruction: str, hooks: tuple = ()) -> dict:
     """``frame`` for a short plot that stretches across its column: its toolbar shows only the four buttons that fit
     beside its frame (more ended in Bokeh's "..." menu, reset out of sight): pan, box zoom, wheel zoom and reset.
     Pointing and clicking stay on without their buttons; there is no save button (the large plots have one). (Not
-    HoloViews' ``default_tools``: an overlay's other layers bring back its defaults.)"""
+    HoloViews' ``default_tools``: an overlay's other layers bring back its defaults.) The wheel zooms only once its
+    button is on: these plots span the page's width, and the mouse wheel over them zoomed instead of scrolling."""
     # framewise: the axes follow each new frame
     return {**frame(title, instruction, (*hooks, _fewer_buttons)), "responsive": True, "height": SMALL_HEIGHT,
             "framewise": True}  # fmt: skip
@@ -68,10 +112,16 @@ def full_size() -> dict:
 
 
 def compact_ticks(plot, element) -> None:
-    """Short tick labels on the plot's linear axes (a log axis keeps its powers of ten)."""
+    """Short tick labels on the plot's linear and log axes, a log axis ticked by LOG_TICKS, and no label drawn over
+    another (a deep zoom's long labels ran into one string)."""
     for axis in (*plot.state.xaxis, *plot.state.yaxis):
-        if type(axis) is LinearAxis and not isinstance(axis.formatter, CustomJSTickFormatter):
-            axis.formatter = CustomJSTickFormatter(code=COMPACT_TICKS)  # one per plot: a model lives in one document
+        log = type(axis) is LogAxis
+        if (log or type(axis) is LinearAxis) and not isinstance(axis.formatter, CustomJSTickFormatter):
+            # one of each per plot: a model lives in one document (HoloViews runs the hooks again at every redraw)
+            axis.formatter = CustomJSTickFormatter(code=COMPACT_TICKS, args={"log": log})
+            axis.major_label_policy = NoOverlap()
+            if log:
+                axis.ticker = CustomJSTicker(major_code=LOG_TICKS, minor_code=LOG_MINOR_TICKS)
 
 
 def instruction_line(plot) -> Title | None:
@@ -93,3 +143,4 @@ def _no_logo(plot, element) -> None:
 def _fewer_buttons(plot, element) -> None:
     for tool in plot.state.toolbar.tools:
         tool.visible = isinstance(tool, SMALL_PLOT_BUTTONS)
+    plot.state.toolbar.active_scroll = None

@@ -375,27 +375,11 @@ def test_the_condensed_trees_boxes_keep_their_column_types_with_or_without_boxes
         assert pd.api.types.is_numeric_dtype(boxes[name]) == (name != "colour"), name
 
 
-def test_the_k_distance_axis_is_ticked_at_1_2_and_5_of_each_decade_the_curve_spans():
-    """Bokeh's log ticker fell back on linear ticks for a curve spanning about a decade (0.1 to 0.5 crammed at the
-    top, none where the curve lay)."""
-    from types import SimpleNamespace
-
-    from bokeh.models import LinearAxis
-
-    from dpstudio.app.dbscan_plots import _ticks_at_1_2_5
-
-    plot = SimpleNamespace(handles={"yaxis": LinearAxis()})
-    _ticks_at_1_2_5(plot, hv.Curve((np.arange(4), [0.55, 0.2, 0.03, 0.012])))
-    ticker = plot.handles["yaxis"].ticker
-    assert ticker.ticks == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
-    assert 0.03 in ticker.minor_ticks and 0.3 in ticker.minor_ticks
-
-
-def test_frame_adds_one_instruction_line_and_compact_ticks_on_linear_axes_only():
-    from bokeh.models import CustomJSTickFormatter, LogAxis, Title
+def test_frame_adds_one_instruction_line_and_compact_ticks_and_log_ticks():
+    from bokeh.models import CustomJSTicker, CustomJSTickFormatter, LogAxis, NoOverlap, Title
     from bokeh.plotting import figure
 
-    from dpstudio.app.plot_frame import frame
+    from dpstudio.app.plot_frame import LOG_TICKS, frame
 
     options = frame("Decision graph", "lasso the peaks", hooks=(lambda plot, element: seen.append(element),))
     assert options["title"] == "Decision graph"
@@ -405,8 +389,11 @@ def test_frame_adds_one_instruction_line_and_compact_ticks_on_linear_axes_only()
             hook(plot, "element")
     lines = [item for item in plot.state.above if isinstance(item, Title)]
     assert [line.text for line in lines] == ["lasso the peaks"] and seen == ["element"] * 3
-    assert isinstance(plot.state.xaxis[0].formatter, CustomJSTickFormatter)
-    assert isinstance(plot.state.yaxis[0], LogAxis) and not isinstance(plot.state.yaxis[0].formatter, CustomJSTickFormatter)
+    x_axis, y_axis = plot.state.xaxis[0], plot.state.yaxis[0]
+    assert isinstance(x_axis.formatter, CustomJSTickFormatter) and x_axis.formatter.args == {"log": False}
+    assert isinstance(y_axis, LogAxis) and y_axis.formatter.args == {"log": True}
+    assert isinstance(y_axis.ticker, CustomJSTicker) and y_axis.ticker.major_code == LOG_TICKS
+    assert isinstance(x_axis.major_label_policy, NoOverlap) and isinstance(y_axis.major_label_policy, NoOverlap)
     assert plot.state.toolbar.logo is None
 
 
@@ -424,3 +411,4 @@ def test_a_short_plots_toolbar_has_no_buttons_for_pointing_and_clicking():
         hook(plot, "element")
     shown = {type(tool).__name__ for tool in plot.state.toolbar.tools if tool.visible}
     assert shown == {"PanTool", "BoxZoomTool", "WheelZoomTool", "ResetTool"}
+    assert plot.state.toolbar.active_scroll is None  # the wheel scrolls the page until the wheel zoom is chosen

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
-from dpstudio.app.plot_frame import ONE_DIGIT_TICKS
+from dpstudio.app.plot_frame import COMPACT_TICKS, LOG_MINOR_TICKS, LOG_TICKS
 
 from .conftest import Server
 
@@ -111,9 +111,10 @@ def test_the_plots_draw_on_a_2d_canvas(page: Page, server):
 
 
 def test_tick_labels_stay_short_at_any_scale(page: Page, server):
-    """Bokeh's own labels at 1.4e6 were 1.400e+6, which widened the axis and cut the title; the plots' linear axes
-    format their ticks in the browser with plot_frame's code: one notation per axis, and the fewest decimals that
-    still write every tick exactly, the same for every tick (a zoomed-in axis read 0.49, 0.5, 0.51)."""
+    """Bokeh's own labels at 1.4e6 were 1.400e+6, which widened the axis and cut the title; the plots' axes format
+    their ticks in the browser with plot_frame's code: one notation per axis, and the fewest decimals that still
+    write every tick exactly, the same for every tick (a zoomed-in axis read 0.49, 0.5, 0.51). Log axes are ticked
+    by plot_frame's code too (Bokeh's labelled a dc sweep only at 0.5, 1 and 1.5, and wrote 5.000e+6)."""
     open_app(page, server.url)
     cases = {
         (0, 500000, 1000000, 1500000): ["0", "5.0e5", "1.0e6", "1.5e6"],
@@ -129,10 +130,30 @@ def test_tick_labels_stay_short_at_any_scale(page: Page, server):
     for ticks, labels in cases.items():
         assert page.evaluate("""ticks => [...Bokeh.documents[0].all_models].find(m => m.type === "CustomJSTickFormatter")
             .doFormat(ticks, {loc: 0})""", list(ticks)) == labels
-    # the k-distance's log axis, ticked at 1, 2 and 5 of each decade, writes each tick in its one digit
-    one_digit = "([code, ticks]) => ticks.map(tick => new Function('tick', code)(tick))"
-    assert page.evaluate(one_digit, [ONE_DIGIT_TICKS, [5e-8, 1e-7, 2e-6, 0.05, 0.2, 1, 5, 2e5]]) == \
-        ["5e-8", "1e-7", "2e-6", "0.05", "0.2", "1", "5", "2e5"]
+    # deep in a zoom, the ticks' float noise is not written out
+    noisy = [6.3436771992 + k * 2e-11 for k in range(4)]
+    assert page.evaluate(LOG_FORMAT, [COMPACT_TICKS, noisy, False]) == \
+        ["6.34367719920", "6.34367719922", "6.34367719924", "6.34367719926"]
+    # a log axis: at 1, 2 and 5 of each decade (each in its own digits), linear within less than a decade, and
+    # only some powers of ten over many decades
+    cases = {
+        (0.012, 0.55): ([0.02, 0.05, 0.1, 0.2, 0.5], ["0.02", "0.05", "0.1", "0.2", "0.5"]),
+        (4e-8, 2.5e-6): ([5e-8, 1e-7, 2e-7, 5e-7, 1e-6, 2e-6], ["5e-8", "1e-7", "2e-7", "5e-7", "1e-6", "2e-6"]),
+        (3e6, 2e7): ([5e6, 1e7, 1.5e7, 2e7], ["5.0e6", "1.0e7", "1.5e7", "2.0e7"]),
+        (0.2993, 0.3007): ([0.2995, 0.3, 0.3005], ["0.2995", "0.3000", "0.3005"]),
+        (30, 150): ([50, 100, 150], ["50", "100", "150"]),
+        (1, 1e12): ([1, 1e2, 1e4, 1e6, 1e8, 1e10, 1e12], ["1e0", "1e2", "1e4", "1e6", "1e8", "1e10", "1e12"]),
+    }
+    for (start, end), (ticks, labels) in cases.items():
+        assert page.evaluate(LOG_TICKER, [LOG_TICKS, start, end]) == pytest.approx(ticks)
+        assert page.evaluate(LOG_FORMAT, [COMPACT_TICKS, ticks, True]) == labels
+    minor = page.evaluate("([code, start, end, major]) => new Function('cb_data', code)({start, end, major_ticks: major})",
+                          [LOG_MINOR_TICKS, 0.012, 0.55, [0.02, 0.05, 0.1, 0.2, 0.5]])
+    assert 0.03 in minor and 0.3 in minor and len(minor) == 13
+
+
+LOG_TICKER = "([code, start, end]) => new Function('cb_data', code)({start, end})"
+LOG_FORMAT = "([code, ticks, log]) => ticks.map(tick => new Function('tick', 'index', 'ticks', 'log', code)(tick, 0, ticks, log))"
 
 
 def test_a_narrow_window_puts_the_2d_view_under_the_decision_graph(page: Page, server):
