@@ -17,6 +17,7 @@ from dpstudio.engine.dbscan import SELECTION_METHODS, check_eps
 from dpstudio.engine.hierarchy import cluster_hierarchy
 
 from .method_state import MethodState
+from .wording import short
 
 
 def _check_min_samples(value: int, dataset) -> int:
@@ -135,7 +136,7 @@ class DBSCANState(TreeState):
 
     def describe(self) -> str:
         clusters, _ = self.curve().at(self.eps)
-        return f"DBSCAN eps={self.eps:.4g}, min_samples={self.min_samples}, {clusters} clusters"
+        return f"DBSCAN eps={short(self.eps)}, min_samples={self.min_samples}, {clusters} clusters"
 
     def cluster_table(self):
         table = super().cluster_table()

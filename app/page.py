@@ -46,6 +46,7 @@ from .sweep_plot import SweepPlot
 from .teaching import TEACHING_MAX, Teaching
 from .teaching_plot import TeachingPlots
 from .tree_plot import TreePlot
+from .wording import short
 
 log = logging.getLogger("dpstudio")
 
@@ -791,7 +792,7 @@ class StudioPage:
         parts = [f"**Row {facts['row']}**", "noise" if facts["label"] < 0 else f"cluster {facts['label']}"]
         if "rho" in facts:
             parent = "the densest point" if facts["parent"] is None else f"parent: row {facts['parent']}"
-            parts += [f"ρ {facts['rho']:.4g}", f"δ {facts['delta']:.4g}", parent]
+            parts += [f"ρ {short(facts['rho'])}", f"δ {short(facts['delta'])}", parent]
         self.pointed_note.object = " · ".join(parts)
 
     def _show_selected(self, *events) -> None:
@@ -866,7 +867,7 @@ class StudioPage:
             self.sweep_note.object = ""
             return
         runs = frame[frame["plateau"] >= 0].groupby("plateau")
-        plateaus = [f"dc {rows['dc'].min():.3g} to {rows['dc'].max():.3g} ({rows['clusters'].iloc[0]} clusters)" for _, rows in runs]
+        plateaus = [f"dc {short(rows['dc'].min(), 3)} to {short(rows['dc'].max(), 3)} ({rows['clusters'].iloc[0]} clusters)" for _, rows in runs]
         self.sweep_note.object = (f"**Swept {len(frame)} dc values.** Plateaus (stable choices): "
                                   + ("; ".join(plateaus) if plateaus else "none"))  # fmt: skip
 

@@ -27,6 +27,7 @@ from dpstudio.engine.indexed import KERNELS
 from .datasets import Dataset
 from .method_state import MethodState
 from .sweep import dc_sweep, sweep_dcs
+from .wording import short
 
 UNDO_DEPTH = 50
 CONFIRM_ABOVE = 1000  # a choice of more centers waits for confirm(): it is nearly always a sloppy lasso
@@ -275,7 +276,7 @@ class ClusteringSession(MethodState):
     # results for the views -----------------------------------------------------------------------------------
     def describe(self) -> str:
         kernel = "" if self.kernel == "cutoff" else ", Gaussian"
-        return f"DPC dc={self.dc:.4g}{kernel}, {len(self.centers)} clusters"
+        return f"DPC dc={short(self.dc)}{kernel}, {len(self.centers)} clusters"
 
     def labels(self) -> np.ndarray:
         """Cluster label per point; -1 for halo points while the halo toggle is on."""

@@ -24,6 +24,7 @@ from dpstudio.engine.cpu import density_order
 from dpstudio.engine.vptree import float32_square
 
 from .pointing import nearest_point
+from .wording import short
 
 TEACHING_MAX = 5_000  # points up to which the forest and the step-through are drawn (a teacher's data set)
 MAX_RINGED = 5_000  # counted points ringed one by one; more are said in words only
@@ -214,16 +215,16 @@ class Teaching(param.Parameterized):
             return self._describe_dbscan(facts)
         rows, chain, counted = self.studio.dataset.points.rows, facts["chain"], int(facts["counted"].sum())
         if facts["kernel"] == "cutoff":
-            density = f"ρ = {facts['rho']:g}: the points within dc = {facts['radius']:.4g}"
+            density = f"ρ = {facts['rho']:g}: the points within dc = {short(facts['radius'])}"
         else:
-            density = (f"ρ = {facts['rho']:.4g}, the Gaussian sum over every point; the {counted:,} within dc = "
-                       f"{facts['radius']:.4g} add the most")  # fmt: skip
+            density = (f"ρ = {short(facts['rho'])}, the Gaussian sum over every point; the {counted:,} within dc = "
+                       f"{short(facts['radius'])} add the most")  # fmt: skip
         ringed = " (ringed)" if counted <= MAX_RINGED else f" ({counted:,}: too many to ring)"
         parts = [f"**Row {rows[chain[0]]}** · {density}{ringed}"]
         if chain.size == 1:
             parts.append("it is a center" if self._is_center(chain[0]) else "the densest point")
         else:
-            parts.append(f"δ = {facts['delta']:.4g} to row {rows[chain[1]]}, its nearest denser point (the arrow)")
+            parts.append(f"δ = {short(facts['delta'])} to row {rows[chain[1]]}, its nearest denser point (the arrow)")
             end = chain[-1]
             target = f"center row {rows[end]}" if self._is_center(end) else f"the densest point, row {rows[end]}"
             parts.append(f"{chain.size - 1} arrow{'s' if chain.size > 2 else ''} to {target}")
@@ -235,7 +236,7 @@ class Teaching(param.Parameterized):
         state, i = self.studio.dbscan, self.point
         rows, counted = self.studio.dataset.points.rows, facts["counted"]
         near = int(counted.sum()) + 1  # the point itself counts (scikit-learn's min_samples)
-        within_eps = f"{near:,} points within ε = {facts['radius']:.4g}, itself counted (ringed)"
+        within_eps = f"{near:,} points within ε = {short(facts['radius'])}, itself counted (ringed)"
         label = state.label_of(i)
         if state.core()[i]:
             kind = f"a core point of cluster {label}: {within_eps}, at least min_samples = {state.min_samples}"

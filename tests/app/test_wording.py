@@ -1,0 +1,7 @@
+from dpstudio.app.wording import short
+
+
+def test_numbers_are_written_as_the_plots_ticks_write_them():
+    """The dc sweep's plateaus read "dc 1.18e+06 to 1.41e+07" beside axes reading 1e6 and 1e7."""
+    assert [short(v, 3) for v in (1_180_000, 14_100_000, 0.118)] == ["1.18e6", "1.41e7", "0.118"]
+    assert [short(v) for v in (5.497e-7, 0.5497, 123456.78, 2.0, -3.5e-12)] == ["5.497e-7", "0.5497", "1.235e5", "2", "-3.5e-12"]
