@@ -88,7 +88,8 @@ SMALL_PLOT_BUTTONS = (PanTool, BoxZoomTool, WheelZoomTool, ResetTool)  # all tha
 
 def frame(title: str, instruction: str | None = None, hooks: tuple = ()) -> dict:
     """Plot options: ``title`` in bold, ``instruction`` (what a click or a lasso does) in a line under it, compact
-    ticks on every linear axis, and a toolbar without Bokeh's logo; ``hooks`` run after those."""
+    ticks on every linear and log axis (``compact_ticks``), and a toolbar without Bokeh's logo; ``hooks`` run after
+    those."""
     own = [compact_ticks, _no_logo]
     if instruction is not None:
         own.insert(0, functools.partial(_instruction_line, instruction))
