@@ -3,6 +3,7 @@ hand-picked HDBSCAN selection, colouring by ground truth, the pinned comparison 
 
 from __future__ import annotations
 
+import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -233,6 +234,8 @@ def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio, 
     assert at_rule["clusters"] >= 1
     pn.extension(notifications=False)  # as the server does
     plot = SweepPlot(studio.dpc)
+    tickers = [hv.renderer("bokeh").get_plot(curve).state.yaxis[0].ticker for curve in plot.curves]
+    assert [ticker.min_interval for ticker in tickers] == [1, 0, 0]  # a count of clusters ticks in whole steps
     first = plot._frame()
     studio.dpc.run_sweep()  # again: the plot's frame is made for the new sweep (comparing the two sweeps raised)
     pd.testing.assert_frame_equal(plot._frame(), first)
