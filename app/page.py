@@ -537,7 +537,6 @@ class StudioPage:
     def _show_values_in_use(self) -> None:
         """Put the widgets back to the values in use (a value typed or chosen was refused, or its action dropped)."""
         self._show_parameters()
-        self._show_centers()
         self._show_method()
         self._show_teaching()
 
