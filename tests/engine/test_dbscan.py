@@ -313,7 +313,10 @@ def test_neighbour_graph_mode_is_exact_when_no_core_is_saturated(case, rng, monk
     points = CASES[case](rng).astype(np.float32)
     sq = oracle.rule_sq_dists(points)
     monkeypatch.setattr(nndescent, "approximate_knn", lambda values, k: oracle.knn(sq, k))
-    min_samples = 6  # lists of 12: longer than the runs of copies in with_duplicates, so small eps certify
+    # lists (2 * min_samples) longer than the longest run of copies, so that an eps below every distance certifies:
+    # with a fixed 6, one run of 13 copies in with_duplicates (about one seed in a hundred) saturated lists of 12
+    copies = np.unique(points, axis=0, return_counts=True)[1].max()
+    min_samples = max(6, copies // 2 + 1)
     model = DBSCAN(min_samples=min_samples, neighbors="approximate", backend="cpu").fit(points)
     certified = 0
     for eps in eps_values(sq, rng):
