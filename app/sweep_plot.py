@@ -17,6 +17,10 @@ from .state import ClusteringSession
 PLATEAU_COLOUR = "#2ca02c"
 SERIES = (("clusters", "Suggested clusters", "#1f77b4"), ("halo", "Halo fraction", "#7f7f7f"),
           ("ari", "ARI with the current clustering", "#9467bd"))  # fmt: skip
+# an ARI is at most 1: its axis spans 0 to 1 with room for the markers (lower where an ARI is negative), never
+# past 1 (it read 0 to 2 when every ARI was 1)
+ARI_TOP = 1.05
+ARI = hv.Dimension("ari", soft_range=(-0.05, ARI_TOP))
 
 
 def dc_at(dcs: np.ndarray, x: float) -> float:
@@ -36,12 +40,13 @@ class SweepPlot:
             lambda *events: (session.sweep is not None or any(e.name == "sweep" for e in events)) and watched.event(),
             ["revision", "sweep"])  # fmt: skip
         layer = lambda draw: hv.DynamicMap(lambda counter: draw(self._frame()), streams=[watched])  # noqa: E731
-        self.points = {column: layer(lambda frame, c=column: hv.Scatter(frame, "dc", [c, "clusters"])) for column, _, _ in SERIES}
+        values = {column: ARI if column == "ari" else column for column, _, _ in SERIES}
+        self.points = {column: layer(lambda frame, c=values[column]: hv.Scatter(frame, "dc", [c, "clusters"])) for column, _, _ in SERIES}
         self.curves = [
-            (layer(_plateaus) * layer(lambda frame, c=column: hv.Curve(frame, "dc", c)) * self.points[column]
+            (layer(_plateaus) * layer(lambda frame, c=values[column]: hv.Curve(frame, "dc", c)) * self.points[column]
              * layer(lambda frame: hv.VLine(self.session.dc if self.session.loaded else 1.0))).opts(
                 hv.opts.Curve(color=colour, **small_frame(title, "click a point to go to its dc", hooks=(_whole_ticks,) if column == "clusters" else ()),
-                              logx=True, xlabel="dc", tools=["hover"]),
+                              logx=True, xlabel="dc", tools=["hover"], **({"ylim": (None, ARI_TOP)} if column == "ari" else {})),
                 hv.opts.Scatter(color=colour, size=6, tools=["hover"]),
                 hv.opts.VLine(**EPS_LINE), hv.opts.VSpans(color=PLATEAU_COLOUR, alpha=0.15))
             for column, title, colour in SERIES

@@ -234,8 +234,10 @@ def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio, 
     assert at_rule["clusters"] >= 1
     pn.extension(notifications=False)  # as the server does
     plot = SweepPlot(studio.dpc)
-    tickers = [hv.renderer("bokeh").get_plot(curve).state.yaxis[0].ticker for curve in plot.curves]
-    assert [ticker.min_interval for ticker in tickers] == [1, 0, 0]  # a count of clusters ticks in whole steps
+    figures = [hv.renderer("bokeh").get_plot(curve).state for curve in plot.curves]
+    assert [figure.yaxis[0].ticker.min_interval for figure in figures] == [1, 0, 0]  # clusters tick in whole steps
+    assert set(frame["ari"]) == {1.0}  # the blobs' clusterings all alike: the ARI axis read 0 to 2, past any ARI
+    assert (figures[2].y_range.start, figures[2].y_range.end) == (-0.05, 1.05)
     first = plot._frame()
     studio.dpc.run_sweep()  # again: the plot's frame is made for the new sweep (comparing the two sweeps raised)
     pd.testing.assert_frame_equal(plot._frame(), first)
