@@ -61,7 +61,9 @@ VIEW_INSTRUCTION = "lasso some to see them on the decision graph"  # DPC's alone
 # the layers over a plot's image leave its ranges to the image (shaded for the zoom, or the data's extent with room
 # for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
 OVER_THE_IMAGE = {"apply_ranges": False}
-POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_alpha": 0.0, "line_width": 2.5}  # a ring
+# a ring; no hover of its own: it rings the point under the mouse, so over a center marker it showed a second tooltip
+POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_alpha": 0.0, "line_width": 2.5, "tools": [],
+           "hover_tooltips": None}
 
 
 def colour_codes(labels: np.ndarray) -> pd.Categorical:
@@ -246,7 +248,7 @@ class SessionPlots:
             ),
             hv.opts.Path(color="black", line_dash="dashed", line_width=1.5, **OVER_THE_IMAGE),
             hv.opts.Points(color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
-                           nonselection_alpha=1.0, hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
+                           hover_tooltips=["rho", "delta", "cluster", "row"], nonselection_alpha=1.0, hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
 
@@ -256,7 +258,9 @@ class SessionPlots:
         return (self.view_image * centers * pointed).opts(
             hv.opts.RGB(framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
                         **frame("Points by cluster", VIEW_INSTRUCTION, hooks=(_view_instruction,)), **full_size()),
-            hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"], nonselection_alpha=1.0,
+            # the axes' columns change names with the axes: the facts of the point under the mouse give the rest
+            hv.opts.Points(color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"],
+                           hover_tooltips=["cluster", "row"], nonselection_alpha=1.0,
                            hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip

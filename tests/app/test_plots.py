@@ -291,6 +291,25 @@ def test_the_2d_view_has_no_legend():
     plots.close()
 
 
+def test_only_the_center_markers_show_a_tooltip_and_it_names_the_center():
+    """The ring around the point under the mouse had a hover tool of its own: over a center marker, which the ring
+    then surrounds, two tooltips showed, the ring's with the marker's ρ and δ again; and the markers' listed their
+    colour's hex code."""
+    from bokeh.models import HoverTool
+
+    renderer = hv.renderer("bokeh")  # loads HoloViews' Bokeh backend, whose options the overlays name
+    studio = Studio()
+    studio.load(DatasetCache(backend="cpu").sample("blobs"))
+    plots = SessionPlots(studio)
+    studio.point_at("graph", *(float(c[studio.dpc.model.centers_[0]]) for c in studio.plot_coordinates("graph")))
+    for overlay, tooltips in ((plots.decision_graph(), ["rho", "delta", "cluster", "row"]), (plots.data_view(), ["cluster", "row"])):
+        figure = renderer.get_plot(overlay).state
+        [hover] = [tool for tool in figure.tools if isinstance(tool, HoverTool)]
+        [markers] = [r for r in figure.renderers if "cluster" in r.data_source.data]
+        assert hover.renderers == [markers] and [name for name, _ in hover.tooltips] == tooltips
+    plots.close()
+
+
 def test_markers_and_colours_stay_with_their_own_data_set_while_another_loads():
     """Between DPC's load of a data set and the studio showing it, the graph's markers take DPC's rows, and the 2-D
     view (still the old points) is drawn without the new clusters: they indexed or coloured one data set by
