@@ -15,14 +15,18 @@ from bokeh.models import (BoxZoomTool, CustomJSTicker, CustomJSTickFormatter, Li
 # as 0.30000000000000004 goes, ticks 1e-6 apart at 45.12346 still differ, and a zoomed-in axis reads 0.49, 0.50, 0.51
 # (not 0.5 among them). "Exactly": within a millionth of a step, or the float noise of ticks a deep zoom puts 1e-11
 # apart at 6.3 (no number of decimals wrote them closer, and the labels fell back on 6.343677199399999). Ticks of a
-# log axis a decade or more apart (LOG_TICKS' 1, 2 and 5) each take their own fewest digits: 0.05, 0.1, 2.
+# log axis a decade or more apart (LOG_TICKS' 1, 2 and 5) each take their own fewest digits, exactly to a billionth
+# of themselves: 0.05, 0.1, 2; and their notation is exponential where the smallest needs it (1e-28 ... 1e0: over
+# thirty decades, 1e-28 was written 0 beside 1).
 # Bokeh passes every tick of the axis in ``ticks``; ``log`` is the formatter's argument.
 COMPACT_TICKS = """
-const size = Math.max(...ticks.map(Math.abs));
-const exponential = size >= 1e5 || (size > 0 && size < 1e-4);
 const sorted = [...ticks].sort((a, b) => a - b);
+const decades = log && sorted[0] > 0 && sorted[sorted.length - 1] >= 10 * sorted[0];
+const size = Math.max(...ticks.map(Math.abs));
+const exponential = size >= 1e5 || (size > 0 && (decades ? sorted[0] : size) < 1e-4);
 const steps = sorted.slice(1).map((value, i) => value - sorted[i]).filter(step => step > 0);
-const tolerance = Math.max(1e-6 * (steps.length ? Math.min(...steps) : Math.max(size, 1)), 8 * Number.EPSILON * size);
+const tolerance = decades ? 1e-9 * tick
+  : Math.max(1e-6 * (steps.length ? Math.min(...steps) : Math.max(size, 1)), 8 * Number.EPSILON * size);
 const write = (value, decimals) => {
   if (!exponential) return value.toFixed(decimals);
   if (value === 0) return "0";
@@ -35,7 +39,7 @@ const fewest = values => {
   }
   return null;
 };
-const decimals = log && sorted[0] > 0 && sorted[sorted.length - 1] >= 10 * sorted[0] ? fewest([tick]) : fewest(ticks);
+const decimals = decades ? fewest([tick]) : fewest(ticks);
 return decimals === null ? String(tick) : write(tick, decimals);
 """
 # Where a log axis's ticks go: at 1, 2 and 5 of each decade in view (only at the powers of ten, every so many, where

@@ -143,6 +143,8 @@ def test_tick_labels_stay_short_at_any_scale(page: Page, server):
         (0.2993, 0.3007): ([0.2995, 0.3, 0.3005], ["0.2995", "0.3000", "0.3005"]),
         (30, 150): ([50, 100, 150], ["50", "100", "150"]),
         (1, 1e12): ([1, 1e2, 1e4, 1e6, 1e8, 1e10, 1e12], ["1e0", "1e2", "1e4", "1e6", "1e8", "1e10", "1e12"]),
+        # an ε typed as 1e-30 widens the ε curves over thirty decades: the small ticks were written 0
+        (1e-30, 2): ([1e-28, 1e-24, 1e-20, 1e-16, 1e-12, 1e-8, 1e-4, 1], ["1e-28", "1e-24", "1e-20", "1e-16", "1e-12", "1e-8", "1e-4", "1e0"]),
     }
     for (start, end), (ticks, labels) in cases.items():
         assert page.evaluate(LOG_TICKER, [LOG_TICKS, start, end]) == pytest.approx(ticks)
