@@ -422,7 +422,8 @@ class StudioPage:
             pn.pane.Markdown("### Stream log", margin=(0, 10)),
             pn.pane.Markdown("Per batch: the points it put in (or took out), the points and clusters after it, the "
                              "time the session took for it, and what it did to the clusters (as `dpstudio stream` "
-                             "says it).", css_classes=["dp-status"]),
+                             "says it). A dc or kernel changed between batches has a line of its own.",
+                             css_classes=["dp-status"]),
             self.stream_log,
         ])  # fmt: skip
         main = pn.Column(

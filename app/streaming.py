@@ -17,6 +17,8 @@ import param
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.dpc import describe_changes
 
+from .wording import short
+
 BASE_PERCENT = 10.0  # the stream starts from this share of the points
 LOG_SHOWN = 12  # batches the log keeps
 
@@ -29,7 +31,8 @@ class Batch:
     added: int  # points in (negative: taken out)
     n_points: int
     clusters: int
-    milliseconds: float  # the whole change as the session sees it: update, relabel and the automatic clusters
+    milliseconds: float  # the whole change as the session sees it: update, relabel and the automatic clusters (a
+    # dc or kernel changed mid-stream: the engine's time for it)
     changes: str
 
 
@@ -44,6 +47,7 @@ class Streaming(param.Parameterized):
         self._shown = None  # the data set the stream last gave: another one means the stream is over
         self._batches: list[int] = []  # sizes of the batches in, to take the last one out
         studio.param.watch(self._left, ["dataset"])
+        studio.dpc.param.watch(self._dc_changed, ["dc", "kernel"])
 
     @property
     def batches(self) -> int:
@@ -127,6 +131,16 @@ class Streaming(param.Parameterized):
     def _require_stream(self) -> None:
         if self.streamed is None:
             raise ValueError("no stream: start one first")
+
+    def _dc_changed(self, *events) -> None:
+        """dc or the kernel changed mid-stream (not by the stream): a line in the log, as the batches after it are
+        clustered at the new one and the clusters may change at once."""
+        if self.streamed is None or self._shown is None or self.studio.dataset is not self._shown:
+            return
+        dpc = self.studio.dpc
+        what = " and ".join(f"{e.name} set to {short(e.new) if e.name == 'dc' else e.new}" for e in events)
+        self._record(self.streamed, Batch(len(self._batches), 0, self.studio.dataset.n_points, len(dpc.centers),
+                                          1000 * sum(dpc.timings.values()), f"{what}: later batches are clustered at it"))
 
     def _left(self, *events) -> None:
         """The data set changed other than by the stream (another data set, or points edited): it is over."""

@@ -9,6 +9,7 @@ import pytest
 
 from dpstudio.app.streaming import LOG_SHOWN, Streaming
 from dpstudio.app.studio import Studio
+from dpstudio.app.wording import short
 from dpstudio.engine import DensityPeaks
 from dpstudio.engine.dpc import describe_changes
 
@@ -57,6 +58,28 @@ def test_batches_go_in_and_the_last_comes_out(streaming):
     with pytest.raises(ValueError, match="every point is in"):
         streaming.next_batch(1)
     assert shared.n_points == n and shared.indexed.n_points == n  # other sessions' data set never changed
+
+
+def test_a_dc_changed_mid_stream_is_a_line_of_the_log(streaming):
+    """A new dc changes the clusters at once and every batch after it: the log said nothing of it, so the counts
+    of clusters jumped between two batches for no reason shown."""
+    studio = streaming.studio
+    streaming.start(10)
+    streaming.next_batch(100)
+    dc = studio.dpc.dc * 1.5
+    studio.dpc.set_dc(dc)
+    row = streaming.log[-1]
+    assert row.changes == f"dc set to {short(dc)}: later batches are clustered at it"
+    assert (row.number, row.added, row.n_points, row.clusters) == (1, 0, streaming.streamed, len(studio.dpc.centers))
+    assert row.milliseconds > 0
+    streaming.next_batch(100)
+    assert_streamed(streaming, streaming.streamed)  # at the new dc
+    studio.dpc.set_dc(kernel="gaussian")
+    assert streaming.log[-1].changes.startswith("kernel set to gaussian")
+    assert len(streaming.log) == 5 and streaming.batches == 2
+    streaming.stop()
+    studio.dpc.set_dc(dc)  # no stream: no log
+    assert streaming.log == []
 
 
 def test_wrong_steps_say_why(streaming, cache):

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import requests_elsewhere
-from .test_app import TIMEOUT_MS, lasso, open_app, plot_canvas, type_into
+from .test_app import TIMEOUT_MS, dc_field, lasso, open_app, plot_canvas, type_into
 from .test_views import choose_method, click_at, switch_to_dbscan
 
 pytestmark = pytest.mark.browser
@@ -180,6 +180,10 @@ def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server
     page.get_by_role("button", name="Take the last batch out").click()
     expect(info).to_contain_text("430 points", timeout=TIMEOUT_MS)
     expect(page.locator(".tabulator-row").filter(has_text="batch 3 taken out")).to_have_count(1, timeout=TIMEOUT_MS)
+    open_tab(page, "Clusters")  # a dc mid-stream: said in the log, as the clusters change with it
+    type_into(dc_field(page), "0.7")
+    expect(page.locator(".tabulator-row").filter(has_text="dc set to 0.7")).to_have_count(1, timeout=TIMEOUT_MS)
+    open_tab(page, "Edit & stream")
     page.get_by_role("button", name="▶ Play").click()
     expect(info).not_to_contain_text("430 points", timeout=TIMEOUT_MS)  # batches go in by themselves
     page.get_by_role("button", name="▶ Play").click()  # and stop
