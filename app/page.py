@@ -46,7 +46,7 @@ from .sweep_plot import SweepPlot
 from .teaching import TEACHING_MAX, Teaching
 from .teaching_plot import TeachingPlots
 from .tree_plot import TreePlot
-from .wording import short
+from .wording import KERNEL_NAMES, short
 
 log = logging.getLogger("dpstudio")
 
@@ -201,7 +201,7 @@ class StudioPage:
         self.dc_percent = pn.widgets.TextInput(name="dc from the percent rule (% neighbours)",
                                                placeholder="dc set directly: type a percent for the rule")  # fmt: skip
         self.notice = pn.pane.Alert(alert_type="warning", visible=False, sizing_mode="stretch_width")
-        self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={"cut-off": "cutoff", "Gaussian": "gaussian"}, **CHOICE_STYLE)
+        self.kernel = pn.widgets.RadioButtonGroup(name="Kernel", options={name: kernel for kernel, name in KERNEL_NAMES.items()}, **CHOICE_STYLE)
         self.halo = pn.widgets.Checkbox(name="Grey out the halo (cluster borders)")
         self.log_axes = pn.widgets.Checkbox(name="Log axes on the decision graph")
         self.forest = pn.widgets.Checkbox(name="Every arrow (the parent forest)")

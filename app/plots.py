@@ -62,6 +62,7 @@ VIEW_INSTRUCTION = "lasso some to see them on the decision graph"  # DPC's alone
 # for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
 OVER_THE_IMAGE = {"apply_ranges": False}
 # a ring; no hover of its own: it rings the point under the mouse, so over a center marker it showed a second tooltip
+# (both unset: HoloViews adds a hover tool wherever hover_tooltips is set, and would take the markers')
 POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_alpha": 0.0, "line_width": 2.5, "tools": [],
            "hover_tooltips": None}
 

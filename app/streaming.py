@@ -17,10 +17,10 @@ import param
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.dpc import describe_changes
 
-from .wording import short
+from .wording import KERNEL_NAMES, short
 
 BASE_PERCENT = 10.0  # the stream starts from this share of the points
-LOG_SHOWN = 12  # batches the log keeps
+LOG_SHOWN = 12  # rows the log keeps
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Batch:
 
 
 class Streaming(param.Parameterized):
-    log = param.List(default=[], constant=True, doc="the last LOG_SHOWN Batch rows, oldest first")
+    log = param.List(default=[], constant=True, doc="the last LOG_SHOWN rows, oldest first")
     streamed = param.Integer(default=None, allow_None=True, constant=True, doc="the source's points in; None: no stream")
 
     def __init__(self, studio, **params):
@@ -133,14 +133,15 @@ class Streaming(param.Parameterized):
             raise ValueError("no stream: start one first")
 
     def _dc_changed(self, *events) -> None:
-        """dc or the kernel changed mid-stream (not by the stream): a line in the log, as the batches after it are
-        clustered at the new one and the clusters may change at once."""
-        if self.streamed is None or self._shown is None or self.studio.dataset is not self._shown:
-            return
+        """dc or the kernel set mid-stream: a row of the log, as the clusters may change at once and later batches
+        are clustered at it. Not a load's (DPC has the new data set before the studio shows it): that ends the stream."""
         dpc = self.studio.dpc
-        what = " and ".join(f"{e.name} set to {short(e.new) if e.name == 'dc' else e.new}" for e in events)
-        self._record(self.streamed, Batch(len(self._batches), 0, self.studio.dataset.n_points, len(dpc.centers),
-                                          1000 * sum(dpc.timings.values()), f"{what}: later batches are clustered at it"))
+        if self.streamed is None or self._shown is None or dpc.dataset is not self._shown:
+            return
+        what = " and ".join(f"dc set to {short(e.new)}" if e.name == "dc" else f"{KERNEL_NAMES[e.new]} kernel" for e in events)
+        batch = len(self._batches)
+        self._record(self.streamed, Batch(batch, 0, dpc.dataset.n_points, len(dpc.centers), 1000 * sum(dpc.timings.values()),
+                                          f"{what} after {f'batch {batch}' if batch else 'the first fit'}: later batches use it"))
 
     def _left(self, *events) -> None:
         """The data set changed other than by the stream (another data set, or points edited): it is over."""

@@ -1,7 +1,9 @@
-"""Numbers as the page writes them: a few significant digits, a power of ten written as the plots' ticks write it
-(1.18e6, 5.497e-7), not as Python's 1.18e+06."""
+"""Numbers and names as the page writes them: a few significant digits, a power of ten written as the plots' ticks
+write it (1.18e6, 5.497e-7), not as Python's 1.18e+06; the kernels by the names their buttons show."""
 
 from __future__ import annotations
+
+KERNEL_NAMES = {"cutoff": "cut-off", "gaussian": "Gaussian"}
 
 
 def short(value: float, digits: int = 4) -> str:

@@ -60,25 +60,31 @@ def test_batches_go_in_and_the_last_comes_out(streaming):
     assert shared.n_points == n and shared.indexed.n_points == n  # other sessions' data set never changed
 
 
-def test_a_dc_changed_mid_stream_is_a_line_of_the_log(streaming):
+def test_a_dc_changed_mid_stream_is_a_line_of_the_log(streaming, cache):
     """A new dc changes the clusters at once and every batch after it: the log said nothing of it, so the counts
     of clusters jumped between two batches for no reason shown."""
     studio = streaming.studio
     streaming.start(10)
-    streaming.next_batch(100)
     dc = studio.dpc.dc * 1.5
     studio.dpc.set_dc(dc)
+    assert streaming.log[-1].changes == f"dc set to {short(dc)} after the first fit: later batches use it"
+    streaming.next_batch(100)
+    studio.dpc.set_dc(dc * 1.2)
     row = streaming.log[-1]
-    assert row.changes == f"dc set to {short(dc)}: later batches are clustered at it"
+    assert row.changes == f"dc set to {short(dc * 1.2)} after batch 1: later batches use it"
     assert (row.number, row.added, row.n_points, row.clusters) == (1, 0, streaming.streamed, len(studio.dpc.centers))
     assert row.milliseconds > 0
     streaming.next_batch(100)
     assert_streamed(streaming, streaming.streamed)  # at the new dc
     studio.dpc.set_dc(kernel="gaussian")
-    assert streaming.log[-1].changes.startswith("kernel set to gaussian")
-    assert len(streaming.log) == 5 and streaming.batches == 2
-    streaming.stop()
-    studio.dpc.set_dc(dc)  # no stream: no log
+    assert streaming.log[-1].changes == "Gaussian kernel after batch 2: later batches use it"
+    assert len(streaming.log) == 6 and streaming.batches == 2
+    # another data set ends the stream; its dc, which DPC has a moment before the studio shows it, is no row
+    logs = []
+    streaming.param.watch(lambda event: logs.append(event.new), "log")
+    studio.load(cache.sample("blobs"))
+    assert streaming.streamed is None and logs == [[]]
+    studio.dpc.set_dc(studio.dpc.dc * 1.2)  # no stream: no row
     assert streaming.log == []
 
 
