@@ -105,10 +105,11 @@ def small_frame(title: str, instruction: str, hooks: tuple = ()) -> dict:
     beside its frame (more ended in Bokeh's "..." menu, reset out of sight): pan, box zoom, wheel zoom and reset.
     Pointing and clicking stay on without their buttons; there is no save button (the large plots have one). (Not
     HoloViews' ``default_tools``: an overlay's other layers bring back its defaults.) The wheel zooms only once its
-    button is on: these plots span the page's width, and the mouse wheel over them zoomed instead of scrolling."""
+    button is on: these plots span the page's width, and the mouse wheel over them zoomed instead of scrolling
+    (``active_tools`` without it: HoloViews makes the tools active after the hooks, so the hook alone was undone)."""
     # framewise: the axes follow each new frame
     return {**frame(title, instruction, (*hooks, _fewer_buttons)), "responsive": True, "height": SMALL_HEIGHT,
-            "framewise": True}  # fmt: skip
+            "active_tools": ["pan"], "framewise": True}  # fmt: skip
 
 
 def full_size() -> dict:
@@ -148,4 +149,4 @@ def _no_logo(plot, element) -> None:
 def _fewer_buttons(plot, element) -> None:
     for tool in plot.state.toolbar.tools:
         tool.visible = isinstance(tool, SMALL_PLOT_BUTTONS)
-    plot.state.toolbar.active_scroll = None
+    plot.state.toolbar.active_scroll = None  # (Bokeh's "auto" would make the wheel zoom active again)

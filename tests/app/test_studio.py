@@ -236,6 +236,8 @@ def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio, 
     plot = SweepPlot(studio.dpc)
     figures = [hv.renderer("bokeh").get_plot(curve).state for curve in plot.curves]
     assert [figure.yaxis[0].ticker.min_interval for figure in figures] == [1, 0, 0]  # clusters tick in whole steps
+    # the wheel scrolls the page over them until their wheel zoom is chosen (HoloViews made it active after the hook)
+    assert [figure.toolbar.active_scroll for figure in figures] == [None] * 3
     assert set(frame["ari"]) == {1.0}  # the blobs' clusterings all alike: the ARI axis read 0 to 2, past any ARI
     assert (figures[2].y_range.start, figures[2].y_range.end) == (-0.05, 1.05)
     first = plot._frame()

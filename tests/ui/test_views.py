@@ -211,6 +211,14 @@ def plots_with_cut_toolbars(page: Page) -> int:
         .filter(view => view.shadow_el.contains(view._overflow_el)).length""")
 
 
+def plots_zoomed_by_the_wheel(page: Page) -> list[str]:
+    """The titles of the shown short plots (SMALL_HEIGHT, across the page) whose wheel zoom is on without its button."""
+    return page.evaluate("""() => [...Bokeh.index.all_views()]
+        .filter(view => view.model.type === "Figure" && view.el.getBoundingClientRect().height > 0
+                        && view.el.getBoundingClientRect().height < 300 && view.model.toolbar.active_scroll != null)
+        .map(view => view.model.title.text)""")
+
+
 def test_the_plots_keep_their_layout_when_the_page_changes_around_them(page: Page, server):
     """In Panel's FlexBox (HTML around its children), the decision graph, the γ plot and the 2-D view were drawn with
     their axes and titles out of place once a dc sweep's plots arrived below them, or DBSCAN's plots beside them.
@@ -221,8 +229,18 @@ def test_the_plots_keep_their_layout_when_the_page_changes_around_them(page: Pag
     expect(page.get_by_text("Swept 32 dc values")).to_be_visible(timeout=TIMEOUT_MS)
     page.wait_for_timeout(2000)
     assert plots_with_axes_out_of_place(page) == [] and plots_with_cut_toolbars(page) == 0
+    # the wheel over the short plots scrolls the page: their wheel zoom was on in the browser (HoloViews turned it
+    # on after the hook that turned it off)
+    assert plots_zoomed_by_the_wheel(page) == []
+    box = visible_canvas(page, 3).bounding_box()  # the first dc-sweep plot, under the top row
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    scrolled = page.evaluate("window.scrollY")
+    page.mouse.wheel(0, 300)
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.scrollY") > scrolled
     switch_to_dbscan(page)
     assert plots_with_axes_out_of_place(page) == [] and plots_with_cut_toolbars(page) == 0
+    assert plots_zoomed_by_the_wheel(page) == []
 
 
 def test_ground_truth_colours_and_the_pinned_comparison(page: Page, server):
