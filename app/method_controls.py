@@ -22,6 +22,7 @@ CHOICE_STYLE = {"button_type": "primary", "button_style": "outline"}
 EPS_STEPS = 400  # slider positions between the ends of the eps range (log scale)
 # the slider moves log10(eps); its label shows eps
 EPS_LABEL = "return Number(Math.pow(10, tick).toPrecision(3)).toString()"
+SMALLEST_STEP = 1e-16  # the smallest step Bokeh's number box takes
 STATUS = ["dp-status"]
 
 
@@ -67,7 +68,8 @@ class DBSCANControls:
         self.eps.param.update(start=low, end=high, step=(high - low) / EPS_STEPS)
         if not math.isclose(10**self.eps.value, state.eps, rel_tol=1e-9):  # a value sent back mid-drag would jump
             self.eps.value = log_eps
-        self.eps_typed.param.update(value=_typed(state.eps), step=10 ** (math.floor(math.log10(state.eps)) - 1))  # arrows: 1-10%
+        # arrows: 1-10% (at least Bokeh's smallest step: 1e-31 for an eps of 1e-30 failed its check, and the box's update was lost)
+        self.eps_typed.param.update(value=_typed(state.eps), step=max(10 ** (math.floor(math.log10(state.eps)) - 1), SMALLEST_STEP))
         self.min_samples.value = state.min_samples
         clusters, noise = state.curve().at(state.eps)
         self.counts.object = (f"**{clusters:,} cluster{'s' * (clusters != 1)}, {noise:,} noise point{'s' * (noise != 1)}** "

@@ -18,6 +18,7 @@ import pandas as pd
 import panel as pn
 import param
 import pytest
+from bokeh.document import Document
 
 from dpstudio import sample_data
 from dpstudio.app import page as page_module
@@ -118,6 +119,20 @@ def test_the_other_methods_controls_join_the_page_when_first_shown(cache, monkey
     assert not page.dpc_panel.visible and not hdbscan.objects and not hdbscan.visible
     page.studio.set_method("dpc")
     assert page.dpc_panel.visible and not dbscan.visible and dbscan.objects == [page.dbscan.panel]
+    page.close()
+
+
+def test_a_tiny_eps_typed_is_shown_in_its_box(cache, monkeypatch):
+    """An eps of 1e-30 asked the box for arrows of 1e-31, under the smallest step Bokeh takes: its check failed in
+    the server's log, and the box's update was lost."""
+    monkeypatch.setattr(pn.state, "execute", lambda callback: callback())
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    document = Document()
+    document.add_root(page.layout.get_root(document))  # Bokeh's models, whose checks failed
+    page.studio.set_method("dbscan")
+    page.studio.dbscan.set_eps(1e-30)
+    assert page.dbscan.eps_typed.value == 1e-30 and page.dbscan.eps_typed.step == 1e-16
     page.close()
 
 
