@@ -95,12 +95,15 @@ class DBSCANState(TreeState):
         model = DBSCAN(eps=None, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
         self._show_tree(model, dataset=dataset)
 
-    def set_eps(self, eps: float) -> None:
-        """Relabel at eps from the cached tree (cheap enough to follow a dragged slider)."""
+    def set_eps(self, eps: float, typed: bool = False) -> None:
+        """Relabel at eps from the cached tree (cheap enough to follow a dragged slider). The slider and the curves
+        cover eps: their range widened to it, or for an eps ``typed`` (no slider under the mouse) the curves' own
+        range around it, so that an eps typed back from far away gives the usual range back (it stayed 30 decades
+        wide after 1e-30)."""
         check_eps(eps)
         model = self.model
         model.set_eps(float(eps))
-        self._show(model, eps=model.eps_, eps_view=_covering(self.eps_view, model.eps_))
+        self._show(model, eps=model.eps_, eps_view=_covering(self.curve().eps_range() if typed else self.eps_view, model.eps_))
 
     def set_min_samples(self, min_samples: int, progress=None) -> None:
         """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import panel as pn
 from bokeh.models import CustomJSTickFormatter, PrintfTickFormatter
@@ -87,11 +88,11 @@ class DBSCANControls:
         if event.new is None and self.state.loaded:  # emptied: the eps in use again (Bokeh's format showed "NaN")
             self.eps_typed.value = _typed(self.state.eps)
         elif event.new != _typed(self.state.eps):  # not just show() writing the rounded value back
-            self._set_eps(event.new)
+            self._set_eps(event.new, typed=True)
 
-    def _set_eps(self, eps) -> None:
+    def _set_eps(self, eps, typed: bool = False) -> None:
         if eps is not None and self.state.loaded and not math.isclose(eps, self.state.eps, rel_tol=1e-6):
-            self.follow("Relabelling", self.state.set_eps, float(eps))
+            self.follow("Relabelling", partial(self.state.set_eps, typed=typed), float(eps))
 
 
 def _typed(eps: float) -> float:

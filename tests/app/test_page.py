@@ -122,17 +122,27 @@ def test_the_other_methods_controls_join_the_page_when_first_shown(cache, monkey
     page.close()
 
 
-def test_a_tiny_eps_typed_is_shown_in_its_box(cache, monkeypatch):
+def test_a_tiny_eps_typed_is_shown_in_its_box_and_typed_back_gives_the_usual_range(cache, monkeypatch):
     """An eps of 1e-30 asked the box for arrows of 1e-31, under the smallest step Bokeh takes: its check failed in
-    the server's log, and the box's update was lost."""
-    monkeypatch.setattr(pn.state, "execute", lambda callback: callback())
+    the server's log, and the box's update was lost. An eps typed back from there gives the slider and the curves
+    their usual range again: they stayed thirty decades wide, the usual eps a sliver at the slider's end."""
     pn.extension(notifications=False)
     page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     document = Document()
     document.add_root(page.layout.get_root(document))  # Bokeh's models, whose checks failed
+    monkeypatch.setattr(pn.state, "execute", lambda callback: callback())
     page.studio.set_method("dbscan")
-    page.studio.dbscan.set_eps(1e-30)
+    state, usual = page.studio.dbscan, page.studio.dbscan.eps_view
+    queued = []
+    monkeypatch.setattr(pn.state, "execute", queued.append)
+    page.dbscan.eps_typed.value = 1e-30
+    run_queued(asyncio.new_event_loop(), queued)  # the relabel, as the server runs it
     assert page.dbscan.eps_typed.value == 1e-30 and page.dbscan.eps_typed.step == 1e-16
+    assert state.eps_view[0] < 1e-30 and page.dbscan.eps.start < -30
+    queued.clear()
+    page.dbscan.eps_typed.value = 0.3
+    run_queued(asyncio.new_event_loop(), queued)  # the relabel, as the server runs it
+    assert state.eps == 0.3 and state.eps_view == usual
     page.close()
 
 

@@ -121,8 +121,9 @@ def test_the_k_distance_axis_names_its_neighbour_in_english(studio):
 
 
 def test_an_eps_far_outside_the_curves_is_drawn_on_them(studio):
-    """A typed eps far past either end of the curves widens what they and the slider cover, so its marker shows;
-    an eps back inside keeps the range (no slider re-ranged under the mouse), a new min_samples starts afresh."""
+    """An eps far past either end of the curves widens what they and the slider cover, so its marker shows; an eps
+    back inside keeps the range (no slider re-ranged under the mouse), but one typed back gives the curves' own range
+    again (it stayed thirty decades wide after 1e-30); a new min_samples starts afresh."""
     from dpstudio.app.dbscan_plots import DBSCANPlots
 
     studio.set_method("dbscan")
@@ -136,8 +137,16 @@ def test_an_eps_far_outside_the_curves_is_drawn_on_them(studio):
         assert drawn.min() < eps < drawn.max()
         assert state.eps_view[0] < eps < state.eps_view[1]
     widened = state.eps_view
-    state.set_eps(float(np.sqrt(np.prod(natural))))
+    inside = float(np.sqrt(np.prod(natural)))
+    state.set_eps(inside)
     assert state.eps_view == widened
+    state.set_eps(1e-30, typed=True)
+    assert state.eps_view == (1e-30 / 1.5, natural[1])
+    state.set_eps(inside * 1.01, typed=True)
+    assert state.eps_view == natural
+    state.set_eps(natural[1] * 1000)
+    state.set_eps(inside)  # by the slider: the range stays widened
+    assert state.eps_view != natural
     state.set_min_samples(7)
     assert state.eps_view == state.curve().eps_range()
     plots.close()
