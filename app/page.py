@@ -883,7 +883,9 @@ class StudioPage:
         self.command.value = command_line(self.studio)
 
     def _show_status(self) -> None:
-        timings = {**self.studio.active.timings, **{f"render {k}": v for k, v in self.plots.render_seconds.items()}}
+        rendered = {plot: seconds for plot, seconds in self.plots.render_seconds.items()
+                    if plot != "decision graph" or self.studio.method == "dpc"}  # DPC's own plot: not under the others
+        timings = {**self.studio.active.timings, **{f"render {plot}": seconds for plot, seconds in rendered.items()}}
         self.status.object = "\n".join(
             f"- {phase}: " + ("cached" if seconds == 0 and phase in PHASES else f"{1000 * seconds:.1f} ms")
             for phase, seconds in timings.items()
