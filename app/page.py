@@ -37,7 +37,7 @@ from .dbscan_plots import DBSCANPlots
 from .document import walk_held
 from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
-from .plots import MAX_MARKERS, SessionPlots
+from .plots import MAX_MARKERS, SessionPlots, hover_on_markers_only
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
@@ -432,7 +432,8 @@ class StudioPage:
             # the player by the step it shows, out of the Teach tab: that tab's views were made again each time it
             # was opened (Panel's dynamic tabs, as it then was), and Panel's player view never stops its timer when it
             # goes, so a step-through left playing then played twice, past Pause
-            self.explained_note, pn.Row(self.player, self.step_note, sizing_mode="stretch_width"), plots, self.stream_section.column,
+            # the explanation of a clicked point under the plots: above them, it moved them down under the mouse
+            pn.Row(self.player, self.step_note, sizing_mode="stretch_width"), plots, self.explained_note, self.stream_section.column,
             pn.Column("### Sensitivity", *self.sensitivity.values(), sizing_mode="stretch_width"),
             self.comparison.column,
             _side_by_side(pn.Column("### Clusters", self.table_note, self.table, sizing_mode="stretch_width"),
@@ -608,8 +609,8 @@ class StudioPage:
         images set their ranges)."""
         if self.view_pane.object is not self._view:  # joined already
             return
-        self.view_pane.object = self._view * self.teaching_plots.view_layers()
-        self.graph_pane.object = self._graph * self.teaching_plots.graph_layer()
+        self.view_pane.object = hover_on_markers_only(self._view * self.teaching_plots.view_layers())
+        self.graph_pane.object = hover_on_markers_only(self._graph * self.teaching_plots.graph_layer())
         if (doc := pn.state.curdoc) is not None:
             # the new plots join the document now, also while a redraw in flight (the pointer's, say) holds Bokeh's
             # walk (document.walk_held): until they join, their changes are not sent (no walk if none is held)
@@ -793,6 +794,8 @@ class StudioPage:
         if "rho" in facts:
             parent = "the densest point" if facts["parent"] is None else f"parent: row {facts['parent']}"
             parts += [f"ρ {short(facts['rho'])}", f"δ {short(facts['delta'])}", parent]
+        if "core" in facts and facts["label"] >= 0:  # (noise is said already)
+            parts.append("core point" if facts["core"] else "border point")
         self.pointed_note.object = " · ".join(parts)
 
     def _show_selected(self, *events) -> None:

@@ -189,10 +189,13 @@ class Studio(param.Parameterized):
         return self.dpc.loaded and self.dpc.dataset is self.dataset
 
     def point_facts(self, i: int) -> dict:
-        """Row, label and, while DPC is loaded, rho, delta and the parent's row of point i."""
+        """Row and label of point i, and the method's own facts: under DPC (loaded) rho, delta and the parent's row;
+        under DBSCAN whether it is a core point. (DPC's rho and delta beside DBSCAN's cluster read as one method's.)"""
         rows = self.dataset.points.rows
         facts = {"row": int(rows[i]), "label": self.label_of(i)}
-        if self.dpc_shows_dataset:
+        if self.method == "dbscan" and self.dbscan.dataset is self.dataset:
+            facts["core"] = bool(np.isin(i, self.dbscan.model.core_sample_indices_))
+        elif self.method == "dpc" and self.dpc_shows_dataset:
             model = self.dpc.model
             parent = int(model.parent_[i])
             facts.update(rho=float(model.rho_[i]), delta=float(model.delta_[i]), parent=int(rows[parent]) if parent >= 0 else None)

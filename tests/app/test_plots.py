@@ -18,7 +18,8 @@ import pytest
 from dpstudio.app import page as page_module
 from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.plots import CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, PLOT_SIZE, SessionPlots, shade_categories, shade_counts
+from dpstudio.app.plots import (CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, PLOT_SIZE, SessionPlots, hover_on_markers_only,
+                                 shade_categories, shade_counts)
 from dpstudio.app.studio import Studio
 from dpstudio.app.tree_plot import NO_BOXES, tree_boxes
 
@@ -292,21 +293,32 @@ def test_the_2d_view_has_no_legend():
 
 
 def test_only_the_center_markers_show_a_tooltip_and_it_names_the_center():
-    """The ring around the point under the mouse had a hover tool of its own: over a center marker, which the ring
-    then surrounds, two tooltips showed, the ring's with the marker's ρ and δ again; and the markers' listed their
-    colour's hex code."""
+    """The ring around the point under the mouse had the markers' hover tool: over a center marker, which the ring
+    then surrounds, two tooltips showed, the ring's with the marker's ρ and δ again; and the teaching layers' markers
+    had it too, and once another method was shown so had the image, over every pixel (a tooltip of "???"). The
+    markers' own listed their colour's hex code."""
     from bokeh.models import HoverTool
+
+    from dpstudio.app.teaching import Teaching
+    from dpstudio.app.teaching_plot import TeachingPlots
 
     renderer = hv.renderer("bokeh")  # loads HoloViews' Bokeh backend, whose options the overlays name
     studio = Studio()
     studio.load(DatasetCache(backend="cpu").sample("blobs"))
-    plots = SessionPlots(studio)
+    plots, teaching = SessionPlots(studio), Teaching(studio)
+    layers = TeachingPlots(teaching)
     studio.point_at("graph", *(float(c[studio.dpc.model.centers_[0]]) for c in studio.plot_coordinates("graph")))
-    for overlay, tooltips in ((plots.decision_graph(), ["rho", "delta", "cluster", "row"]), (plots.data_view(), ["cluster", "row"])):
+    x, y = studio.plot_coordinates("view")
+    teaching.explain_at(float(x[17]), float(y[17]), None, None)  # its rings, arrows and circle drawn
+    for overlay, tooltips in ((hover_on_markers_only(plots.decision_graph() * layers.graph_layer()), ["rho", "delta", "cluster", "row"]),
+                              (hover_on_markers_only(plots.data_view() * layers.view_layers()), ["cluster", "row"])):  # as the page does
         figure = renderer.get_plot(overlay).state
         [hover] = [tool for tool in figure.tools if isinstance(tool, HoverTool)]
         [markers] = [r for r in figure.renderers if "cluster" in r.data_source.data]
         assert hover.renderers == [markers] and [name for name, _ in hover.tooltips] == tooltips
+    studio.set_method("dbscan")  # the 2-D view redrawn for another method: HoloViews gave the image the tooltip too
+    assert hover.renderers == [markers]
+    layers.close()
     plots.close()
 
 

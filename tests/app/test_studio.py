@@ -287,6 +287,12 @@ def test_pointing_finds_the_point_under_the_mouse_on_either_plot(studio):
     densest = int(np.argmax(gx))
     studio.point_at("graph", float(gx[densest]), float(gy[densest]))
     assert studio.pointed == densest and studio.point_facts(densest)["parent"] is None
+    studio.set_method("dbscan")  # its cluster beside DPC's rho and delta read as one method's facts
+    core = studio.dbscan.core()
+    assert studio.point_facts(densest) == {"row": densest, "label": studio.label_of(densest), "core": bool(core[densest])}
+    border = int(np.flatnonzero(~core & (studio.labels() >= 0))[0])
+    assert studio.point_facts(border)["core"] is False
+    studio.set_method("dpc")
     studio.point_at("view", float(x.max()) + 100 * np.ptp(x), float(y.max()))  # far from every point
     assert studio.pointed is None
 

@@ -10,6 +10,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from dpstudio.app.plot_frame import TITLE_SIZE
+
 from .conftest import requests_elsewhere
 from .test_app import TIMEOUT_MS, dc_field, lasso, open_app, plot_canvas, type_into
 from .test_views import choose_method, click_at, switch_to_dbscan
@@ -63,9 +65,14 @@ def test_a_click_explains_a_point_and_a_click_on_nothing_clears_it(page: Page, s
     page.on("console", lambda message: "nonexistent field" in message.text and warnings.append(message.text))
     view, graph = plot_canvas(page, "Points by cluster"), plot_canvas(page, "Decision graph")
     view_before, graph_before = view.screenshot(), graph.screenshot()
+    top = view.bounding_box()["y"]
     click_at(page, view, 0.45, 0.5)
     expect(explained(page)).to_contain_text("nearest denser point", timeout=TIMEOUT_MS)
     expect(explained(page)).to_contain_text("(ringed)")
+    assert view.bounding_box()["y"] == top  # the explanation, above the plots, moved them down under the mouse
+    # the plots, made again with the teaching layers, kept their titles' size (they fell to Bokeh's 13px)
+    assert set(page.evaluate("""() => [...Bokeh.index.all_views()].filter(v => v.model.type === "Figure")
+        .map(v => v.model.title.text_font_size)""")) == {TITLE_SIZE}
     assert_redrawn(page, view, view_before, "no circle, rings or arrows drawn")
     assert_redrawn(page, graph, graph_before, "the point is not ringed on the decision graph")
     # the layers' glyphs never read a column their data lacks (BokehJS warned at each draw: 146 for this click)
