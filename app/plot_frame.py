@@ -85,16 +85,16 @@ for (let power = Math.floor(Math.log10(low)); power <= Math.ceil(Math.log10(high
 return minor;
 """
 INSTRUCTION = "instruction"  # the name of an instruction's Title model
-TITLE_SIZE = "12pt"
+TITLE_SIZE = "12pt"  # every plot's title (HoloViews' own size)
 PLOT_SIZE = (560, 460)  # px of the top row's plots, before the browser says
 SMALL_HEIGHT = 260  # px of a short plot: the γ ranks, the ε curves, the dc sweep's curves
 SMALL_PLOT_BUTTONS = (PanTool, BoxZoomTool, WheelZoomTool, ResetTool)  # all that fit beside a short plot's frame
 
 
 def frame(title: str, instruction: str | None = None, hooks: tuple = ()) -> dict:
-    """Plot options: ``title`` in bold at TITLE_SIZE, ``instruction`` (what a click or a lasso does) in a line under it, compact
-    ticks on every linear and log axis (``compact_ticks``), and a toolbar without Bokeh's logo; ``hooks`` run after
-    those."""
+    """Plot options: ``title`` in bold at TITLE_SIZE, ``instruction`` (what a click or a lasso does) in a line under
+    it, compact ticks on every linear and log axis (``compact_ticks``), and a toolbar without Bokeh's logo; ``hooks``
+    run after those."""
     own = [compact_ticks, _no_logo, _title_size]
     if instruction is not None:
         own.insert(0, functools.partial(_instruction_line, instruction))
