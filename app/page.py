@@ -37,7 +37,7 @@ from .dbscan_plots import DBSCANPlots
 from .document import walk_held
 from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
-from .plots import MAX_MARKERS, SessionPlots, hover_on_markers_only
+from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
@@ -609,8 +609,8 @@ class StudioPage:
         images set their ranges)."""
         if self.view_pane.object is not self._view:  # joined already
             return
-        self.view_pane.object = hover_on_markers_only(self._view * self.teaching_plots.view_layers())
-        self.graph_pane.object = hover_on_markers_only(self._graph * self.teaching_plots.graph_layer())
+        self.view_pane.object = tools_on_markers_only(self._view * self.teaching_plots.view_layers())
+        self.graph_pane.object = tools_on_markers_only(self._graph * self.teaching_plots.graph_layer())
         if (doc := pn.state.curdoc) is not None:
             # the new plots join the document now, also while a redraw in flight (the pointer's, say) holds Bokeh's
             # walk (document.walk_held): until they join, their changes are not sent (no walk if none is held)

@@ -62,7 +62,7 @@ VIEW_INSTRUCTION = "lasso some to see them on the decision graph"  # DPC's alone
 # for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
 OVER_THE_IMAGE = {"apply_ranges": False}
 POINTED = {"marker": "circle", "size": MARKER_SIZE + 6, "color": "black", "fill_alpha": 0.0, "line_width": 2.5}  # a ring
-# The center markers' own group: their options (a hover tool, the selection tools' hook) reach no other Points layer.
+# The center markers' own group: their options (a hover tool and its tooltip) reach no other Points layer.
 # As plain Points, the ring around the point under the mouse had their hover tool too (over a marker, which the ring
 # then surrounds, a second tooltip showed), and so had the teaching layers' markers (a tooltip of "???").
 CENTERS = "Centers"
@@ -243,27 +243,26 @@ class SessionPlots:
         centers = hv.DynamicMap(self._graph_centers, streams=[self.graph_revision])
         corner = hv.DynamicMap(self._graph_corner, streams=[self.graph_revision])
         pointed = self._ring("graph", ["revision"])
-        return hover_on_markers_only(self.graph_image * corner * centers * pointed).opts(
+        return tools_on_markers_only(self.graph_image * corner * centers * pointed).opts(
             hv.opts.RGB(
                 tools=["lasso_select", "box_select"], active_tools=["lasso_select", "wheel_zoom"],
                 framewise=True, **frame("Decision graph", "lasso the peaks at the top right, or click a corner"), **full_size(),
             ),
             hv.opts.Path(color="black", line_dash="dashed", line_width=1.5, **OVER_THE_IMAGE),
             hv.opts.Points(CENTERS, color="colour", size=MARKER_SIZE - 2, line_color="black", line_width=1.5, tools=["hover"],
-                           hover_tooltips=["rho", "delta", "cluster", "row"], nonselection_alpha=1.0, hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
+                           hover_tooltips=["rho", "delta", "cluster", "row"], nonselection_alpha=1.0, **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
 
     def data_view(self) -> hv.Overlay:
         centers = hv.DynamicMap(self._view_centers, streams=[self.view_watched])
         pointed = self._ring("view", ["x_axis", "y_axis"])
-        return hover_on_markers_only(self.view_image * centers * pointed).opts(
+        return tools_on_markers_only(self.view_image * centers * pointed).opts(
             hv.opts.RGB(framewise=True, tools=["lasso_select"], active_tools=["lasso_select", "wheel_zoom"],
                         **frame("Points by cluster", VIEW_INSTRUCTION, hooks=(_view_instruction,)), **full_size()),
             # the axes' columns change names with the axes: the facts of the point under the mouse give the rest
             hv.opts.Points(CENTERS, color="colour", marker="x", size=MARKER_SIZE, line_width=3, tools=["hover"],
-                           hover_tooltips=["cluster", "row"], nonselection_alpha=1.0,
-                           hooks=[_select_on_markers_only], **OVER_THE_IMAGE),
+                           hover_tooltips=["cluster", "row"], nonselection_alpha=1.0, **OVER_THE_IMAGE),
             hv.opts.Points("Pointed", **POINTED, **OVER_THE_IMAGE),
         )  # fmt: skip
 
@@ -467,36 +466,30 @@ class SessionPlots:
         return hv.Points(columns, list(names), ["cluster", "row", "colour"], group=CENTERS)
 
 
-def _select_on_markers_only(plot, element) -> None:
-    """Selection tools hit-test only the center markers: Bokeh cannot hit-test an image with a polygon, and the
-    server maps the lasso's geometry to points itself. continuous=False: one event when the gesture ends. Only the
-    markers' layer sets them (CENTERS' options): the pointing ring setting its own renderer in turn with them changed
-    the tools at every redraw, which made Bokeh walk all the page's models."""
-    from bokeh.models import BoxSelectTool, LassoSelectTool
-
-    for tool in plot.state.tools:
-        if isinstance(tool, (LassoSelectTool, BoxSelectTool)):
-            tool.renderers = [plot.handles["glyph_renderer"]]
-            tool.continuous = False
+def tools_on_markers_only(overlay: hv.DynamicMap) -> hv.DynamicMap:
+    """``overlay`` (a plot's layers) with its selection and hover tools on the center markers alone (see
+    _tools_on_markers_only). An overlay's option, lost when another overlay is multiplied in: call again on the
+    product (the teaching layers)."""
+    return overlay.opts(hv.opts.Overlay(hooks=[_tools_on_markers_only]))
 
 
-def hover_on_markers_only(overlay: hv.DynamicMap) -> hv.DynamicMap:
-    """``overlay`` (a plot's layers) with its hover tool on the center markers alone: see _hover_on_markers_only. An
-    overlay's option, lost when another overlay is multiplied in: call again on the product (the teaching layers)."""
-    return overlay.opts(hv.opts.Overlay(hooks=[_hover_on_markers_only]))
-
-
-def _hover_on_markers_only(plot, element) -> None:
-    """The hover tool shows only the center markers' tooltip. HoloViews gives an overlay's hover tool every layer it
-    makes after the first draw: the 2-D view's image, made again when another method is shown, read "???" over
-    every pixel. An overlay's hook: it runs after that."""
-    from bokeh.models import HoverTool
+def _tools_on_markers_only(plot, element) -> None:
+    """Selection and hover tools hit-test only the center markers. Selection: Bokeh cannot hit-test an image with a
+    polygon, and the server maps the lasso's geometry to points itself; continuous=False, one event when the gesture
+    ends. Hover: the markers' tooltip alone, where HoloViews gives an overlay's hover tool every layer it makes after
+    the first draw (the 2-D view's image, made again when another method is shown, read "???" over every pixel). An
+    overlay's hook: it runs after every layer's, and after that. Set only when changed: the ring's layer and the
+    markers' setting their own renderer in turn changed the tools at every redraw, which made Bokeh walk all the
+    page's models."""
+    from bokeh.models import BoxSelectTool, HoverTool, LassoSelectTool
 
     markers = [subplot.handles["glyph_renderer"] for subplot in plot.subplots.values()
                if subplot.current_frame is not None and subplot.current_frame.group == CENTERS]  # fmt: skip
-    for tool in plot.state.tools:
-        if isinstance(tool, HoverTool) and markers and tool.renderers != markers:
+    for tool in plot.state.tools if markers else ():
+        if isinstance(tool, (LassoSelectTool, BoxSelectTool, HoverTool)) and tool.renderers != markers:
             tool.renderers = markers
+        if isinstance(tool, (LassoSelectTool, BoxSelectTool)):
+            tool.continuous = False
 
 
 def _view_instruction(plot, element) -> None:

@@ -18,7 +18,7 @@ import pytest
 from dpstudio.app import page as page_module
 from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.plots import (CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, PLOT_SIZE, SessionPlots, hover_on_markers_only,
+from dpstudio.app.plots import (CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, PLOT_SIZE, SessionPlots, tools_on_markers_only,
                                  shade_categories, shade_counts)
 from dpstudio.app.studio import Studio
 from dpstudio.app.tree_plot import NO_BOXES, tree_boxes
@@ -297,7 +297,7 @@ def test_only_the_center_markers_show_a_tooltip_and_it_names_the_center():
     then surrounds, two tooltips showed, the ring's with the marker's ρ and δ again; and the teaching layers' markers
     had it too, and once another method was shown so had the image, over every pixel (a tooltip of "???"). The
     markers' own listed their colour's hex code."""
-    from bokeh.models import HoverTool
+    from bokeh.models import BoxSelectTool, HoverTool, LassoSelectTool
 
     from dpstudio.app.teaching import Teaching
     from dpstudio.app.teaching_plot import TeachingPlots
@@ -310,12 +310,15 @@ def test_only_the_center_markers_show_a_tooltip_and_it_names_the_center():
     studio.point_at("graph", *(float(c[studio.dpc.model.centers_[0]]) for c in studio.plot_coordinates("graph")))
     x, y = studio.plot_coordinates("view")
     teaching.explain_at(float(x[17]), float(y[17]), None, None)  # its rings, arrows and circle drawn
-    for overlay, tooltips in ((hover_on_markers_only(plots.decision_graph() * layers.graph_layer()), ["rho", "delta", "cluster", "row"]),
-                              (hover_on_markers_only(plots.data_view() * layers.view_layers()), ["cluster", "row"])):  # as the page does
+    for overlay, tooltips in ((tools_on_markers_only(plots.decision_graph() * layers.graph_layer()), ["rho", "delta", "cluster", "row"]),
+                              (tools_on_markers_only(plots.data_view() * layers.view_layers()), ["cluster", "row"])):  # as the page does
         figure = renderer.get_plot(overlay).state
         [hover] = [tool for tool in figure.tools if isinstance(tool, HoverTool)]
         [markers] = [r for r in figure.renderers if "cluster" in r.data_source.data]
         assert hover.renderers == [markers] and [name for name, _ in hover.tooltips] == tooltips
+        # the lasso and the box hit-test the markers alone, and report once, at the gesture's end
+        selecting = [tool for tool in figure.tools if isinstance(tool, (LassoSelectTool, BoxSelectTool))]
+        assert selecting and all(tool.renderers == [markers] and tool.continuous is False for tool in selecting)
     studio.set_method("dbscan")  # the 2-D view redrawn for another method: HoloViews gave the image the tooltip too
     assert hover.renderers == [markers]
     layers.close()
