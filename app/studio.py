@@ -194,7 +194,7 @@ class Studio(param.Parameterized):
         rows = self.dataset.points.rows
         facts = {"row": int(rows[i]), "label": self.label_of(i)}
         if self.method == "dbscan" and self.dbscan.dataset is self.dataset:
-            facts["core"] = bool(np.isin(i, self.dbscan.model.core_sample_indices_))
+            facts["core"] = bool(self.dbscan.core()[i])
         elif self.method == "dpc" and self.dpc_shows_dataset:
             model = self.dpc.model
             parent = int(model.parent_[i])
