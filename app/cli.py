@@ -13,7 +13,7 @@ from importlib.metadata import version
 import numpy as np
 
 from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
-from dpstudio.engine.data import with_dropped_rows
+from dpstudio.engine.data import check_output_path, with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
 from dpstudio.engine.distributed import PROTOCOLS, local_cluster
@@ -24,6 +24,17 @@ METHODS = ("dpc", "dbscan", "hdbscan")
 
 EXIT_BAD_INPUT = 2
 SCHEDULER_TIMEOUT = 10  # seconds to reach a --scheduler before giving up
+# `cluster`'s options that only some clusterings read: one given where it is not read is said to be ignored
+READ_WHEN = {
+    "eps": ("--method dbscan", lambda args: args.method == "dbscan"),
+    "neighbors": ("--method dbscan", lambda args: args.method == "dbscan"),
+    "min_samples": ("--method dbscan or hdbscan", lambda args: args.method != "dpc"),
+    "min_cluster_size": ("--method hdbscan", lambda args: args.method == "hdbscan"),
+    "selection": ("--method hdbscan", lambda args: args.method == "hdbscan"),
+    **{name: ("--method dpc", lambda args: args.method == "dpc") for name in ("dc", "dc_percent", "dc_rule", "kernel", "centers")},
+    **{name: ("--method dpc with --centers auto", lambda args: args.method == "dpc" and args.centers.get("suggest") == "auto")
+       for name in ("significance", "noise")},
+}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,25 +86,26 @@ def _parser() -> argparse.ArgumentParser:
     dask.add_argument("--scheduler", metavar="ADDRESS",
                       help=f"dpc: compute rho and delta on the workers of this Dask scheduler (reached within {SCHEDULER_TIMEOUT} s)")  # fmt: skip
     dask.add_argument("--local-cluster", metavar="N", type=int,
-                      help="dpc: ... on a Dask cluster started here: N CPU worker processes, or N GPUs with --backend gpu (dask-cuda)")  # fmt: skip
+                      help="dpc: ... on a Dask cluster started here: N CPU worker processes (also with --backend auto), or N GPUs "
+                           "with --backend gpu (dask-cuda)")  # fmt: skip
     _protocol_option(cluster, "--local-cluster")
-    cluster.set_defaults(run=_cluster)
+    cluster.set_defaults(run=_cluster, command=cluster)
 
     stream = commands.add_parser("stream", help="replay a data file as a stream: a base fit, then batches inserted one by one")
     _input_options(stream)
     stream.add_argument("--batch", type=int, default=1000, help="points per batch (default 1000)")
     stream.add_argument("--base", type=_base, default="10%", help="the first fit: N rows, or P%% of the rows (default 10%%)")
-    _density_options(stream)
-    _output_options(stream, "print one JSON object per batch (the base fit first) instead of the table")
     # the base fit's centers are kept and updated batch by batch; auto would recompute the topography every batch
-    stream.set_defaults(run=_stream, centers=_centers("gamma"))
+    _density_options(stream, centers_default="gamma")
+    _output_options(stream, "print one JSON object per batch (the base fit first) instead of the table")
+    stream.set_defaults(run=_stream)
 
     bench = commands.add_parser("bench", help="time the engine against baselines in the same run and print a table")
     bench.add_argument("--method", choices=("dpc", "dbscan"), default="dpc",
                        help="dpc: rho and delta against scipy's cKDTree; dbscan: build and eps change against scikit-learn / all-pairs")  # fmt: skip
     bench.add_argument("--sizes", type=_ints, help="comma-separated N (default dpc 10000,100000,1000000; dbscan 100000,1000000)")
     bench.add_argument("--dims", type=_ints, default=[2, 3, 16], help="comma-separated d (default 2,3,16)")
-    bench.add_argument("--backend", choices=BACKENDS, default="cpu")
+    bench.add_argument("--backend", choices=BACKENDS, default="cpu", help="default cpu")
     bench.add_argument("--baseline-queries", type=int, default=20_000,
                        help="time cKDTree on at most this many queries and scale up (default 20000)")  # fmt: skip
     bench.add_argument("--incremental", action="store_true",
@@ -122,7 +134,7 @@ def _input_options(parser) -> None:
     parser.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
 
 
-def _density_options(parser) -> None:
+def _density_options(parser, centers_default: str = "auto") -> None:
     dc = parser.add_mutually_exclusive_group()
     dc.add_argument("--dc", type=_finite, help="cut-off distance")
     dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
@@ -130,9 +142,9 @@ def _density_options(parser) -> None:
                     help="how dc is chosen when --dc is not given: the percent rule (default) or least potential entropy")  # fmt: skip
     parser.add_argument("--kernel", choices=KERNELS, default="cutoff")
     parser.add_argument(
-        "--centers", default="auto", type=_centers,
+        "--centers", default=centers_default, type=_centers,
         help="auto (the density topography) | gamma (largest gamma drop) | K (the K largest gamma) | "
-             "RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (the input's rows; one row: 'i,')",
+             f"RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (the input's rows; one row: 'i,'); default {centers_default}",
     )  # fmt: skip
     parser.add_argument("--significance", type=float, default=SIGNIFICANCE,
                         help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g}; "
@@ -220,6 +232,10 @@ def _at_rows(centers: dict, points) -> dict:
 
 
 def _cluster(args) -> int:
+    if args.out:
+        check_output_path(args.out)  # before the work, not after it
+    for name in _ignored_options(args):
+        print(f"warning: --{name.replace('_', '-')} is for {READ_WHEN[name][0]}; ignored", file=sys.stderr)
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     args.centers = _at_rows(args.centers, points)
     started = time.perf_counter()
@@ -256,17 +272,27 @@ def _cluster(args) -> int:
     return 0
 
 
+def _ignored_options(args) -> list[str]:
+    """The options of ``cluster`` given other values than their defaults where the clustering asked for does not
+    read them (``READ_WHEN``)."""
+    defaults = vars(args.command.parse_args(["--", args.input]))  # every option at its default, parsed as given ones are
+    return [name for name, (_, read) in READ_WHEN.items() if getattr(args, name) != defaults[name] and not read(args)]
+
+
 def _stream(args) -> int:
-    points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     if args.batch < 1:
         raise ValueError(f"--batch must be at least 1, got {args.batch}")
+    if args.out:
+        check_output_path(args.out)
+    points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     n = points.values.shape[0]
     kind, amount = args.base
     n_base = max(2, min(n, int(amount) if kind == "rows" else round(n * amount / 100)))
     args.centers = _at_rows(args.centers, points)
     if (late := [c for c in args.centers.get("centers", []) if c >= n_base]):
         raise ValueError(f"--centers: row {points.rows[late[0]]} is past the first fit's {n_base} points (--base)")
-    dp, facts = _density_peaks(args, points.values[:n_base], None)
+    with _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
+        dp, facts = _density_peaks(args, points.values[:n_base], progress)
     first = {"batch": 0, "size": n_base, "n_points": n_base, "clusters": len(dp.centers_), "dc": dp.dc_,
              "backend": dp._backend.device_name(), "seconds": round(sum(dp.timings_.values()), 4)}  # fmt: skip
     print(json.dumps(first) if args.json else _stream_header(first, points, n))

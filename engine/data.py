@@ -289,16 +289,23 @@ def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataF
     return full.astype(nullable)
 
 
-def write_labels(path: str | Path, table: pd.DataFrame) -> None:
-    """Write a per-point result table as CSV or Parquet, chosen by the file's suffix."""
+def check_output_path(path: str | Path) -> Path:
+    """The path ``write_labels`` can write to, checked before any work (a .csv or .parquet file name, in a folder
+    that exists); else a ``DataError`` that says what is wrong."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise DataError(f"cannot write '{suffix or path.name}': use a .csv or .parquet file name")
-    if not path.parent.exists():
-        raise DataError(f"folder not found: {path.parent}")
     if path.is_dir():
         raise DataError(f"{path} is a folder; give a file name")
+    if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise DataError(f"cannot write '{path.suffix or path.name}': use a .csv or .parquet file name")
+    if not path.parent.exists():
+        raise DataError(f"folder not found: {path.parent}")
+    return path
+
+
+def write_labels(path: str | Path, table: pd.DataFrame) -> None:
+    """Write a per-point result table as CSV or Parquet, chosen by the file's suffix."""
+    path = check_output_path(path)
+    suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
             table.to_csv(path, index=False)

@@ -1,8 +1,9 @@
 """DBSCAN and HDBSCAN as scikit-learn style estimators over a shared ``IndexedPoints``.
 
-Both read one cached structure per min_samples, ``IndexedPoints.spanning_tree``: core distances, the
-mutual-reachability MST and the neighbour lists. DBSCAN at any eps is then a pass over the MST's single-linkage
-chain (no distance computed), and HDBSCAN is the condensed tree of the same MST.
+Both read one cached structure per (min_samples, neighbours mode), ``IndexedPoints.spanning_tree``: core
+distances, the mutual-reachability MST (in the approximate mode, the least spanning forest of the listed edges)
+and the neighbour lists. DBSCAN at any eps is then a pass over that tree's single-linkage chain (no distance
+computed), and HDBSCAN is the condensed tree of the same MST.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@
   DBSCAN at any eps is then a pass over runs (``cpu.components``, ``gpu.dbscan_labels``), and so are the exact
   "clusters and noise for every eps" curves.
 * ``condensed_tree`` and ``select_clusters``: HDBSCAN (Campello, Moulavi & Sander 2013; McInnes & Healy 2017),
-  with scikit-learn's conventions so that labels, probabilities and cluster numbering equal
-  ``sklearn.cluster.HDBSCAN``'s, and GLOSH outlier scores as the ``hdbscan`` package computes them.
+  with scikit-learn's conventions so that, given the same single-linkage tree, labels, probabilities and cluster
+  numbering equal ``sklearn.cluster.HDBSCAN``'s (tied mutual-reachability distances admit several MSTs: see the
+  ``HDBSCAN`` estimator), and GLOSH outlier scores as the ``hdbscan`` package computes them.
 
 MST edges come as (u < v, w2) sorted by the key (w2, u, v); heights are distances, sqrt(w2) in float64, and
 lambda = 1 / distance (inf at distance 0).
@@ -104,8 +105,8 @@ def eps_curve(core_sq, w2, knn_ids, knn_sq) -> tuple[np.ndarray, np.ndarray, np.
     where a count changes, the counts holding from that eps up to the next.
 
     Edges of the MST with w2 <= eps2 join core points only, into a forest, so clusters = cores - such edges. A
-    non-core point i is noise until eps reaches its core distance or its nearest core neighbour j (at
-    max(d_ij, cd_j)); while it is not core, every such j is in its list."""
+    non-core point i is noise until eps reaches its core distance or the least max(d_ij, cd_j) over the core points
+    j of its list; while it is not core, every j that could reach it first is in that list."""
     core_sq, w2 = np.asarray(core_sq, np.float32), np.asarray(w2, np.float32)
     knn_ids, knn_sq = np.asarray(knn_ids), np.asarray(knn_sq, np.float32)
     reach = np.where(knn_ids >= 0, np.maximum(knn_sq, core_sq[np.maximum(knn_ids, 0)]), np.float32(np.inf))

@@ -3,8 +3,10 @@
 Layout (breadth first, node k has children 2k+1 and 2k+2):
 
 * The tree is complete: ``depth`` internal levels, then ``2**depth`` leaves of at most ``LEAF_SIZE`` points.
-* Every node owns a contiguous run of tree positions, fixed by arithmetic alone: node j of level L owns
-  ``[j*N >> L, (j+1)*N >> L)``. A whole subtree is therefore one slice, and its size is known without a look-up.
+* Every node owns a contiguous run of tree positions: leaf j holds ``[leaf_start[j], leaf_start[j + 1])``, and
+  node j of level L the runs of its leaves, ``[leaf_start[j << (depth - L)], leaf_start[(j + 1) << (depth - L)])``
+  (``cpu.geometry.run_start``). A whole subtree is therefore one slice. A fresh build splits by arithmetic
+  alone (node j of level L owns ``[j*N >> L, (j+1)*N >> L)``); inserts and deletes then move the boundaries.
 * ``coords`` holds the data reordered into tree positions, one row per dimension (so a leaf scan is a
   unit-stride loop per dimension: SIMD on the CPU, coalesced on the GPU), and ``ids`` the original index of
   each position (GDPC's leaf arrays; vantage points stay in their leaves).

@@ -5,7 +5,7 @@ The tree: a new point is routed top-down to the child whose ball it enlarges lea
 grows to hold it, so every node's ball stays a valid bound. It joins the end of its leaf's run; the runs after it
 shift (one pass over the arrays, cheaper than any search). A leaf pushed past LEAF_SIZE points hands its points to
 the smallest enclosing subtree with room, which is rebuilt as a fresh VP-tree of the same height; when the whole
-tree is full it is rebuilt one level deeper. A deleted point leaves its leaf's run; balls keep their size (still
+tree is full, every leaf is split in two first (the tree grows a level, GDPC's way). A deleted point leaves its leaf's run; balls keep their size (still
 valid bounds) and the tree is rebuilt smaller once it holds fewer than a quarter of its capacity.
 """
 

@@ -153,6 +153,7 @@ def test_columns_standardize_and_dropped_rows(tmp_path):
         (["{good}", "--dc", "1e308"], "outside what float32 distances resolve"),  # its square overflows float64
         (["{huge}"], "their squared distances overflow float32"),
         (["{good}", "--out", "{folder}"], "is a folder"),
+        (["missing.csv", "--out", "nowhere/labels.csv"], "folder not found: nowhere"),  # checked before any work
         (["{folder}"], "is a folder, not a file"),
         (["{garbage}"], "not a NumPy .npy file"),
     ],
@@ -176,6 +177,19 @@ def test_a_dc_below_every_distance_is_warned_about(tmp_path):
     result = dpstudio("cluster", sample_data.path("moons"), "--dc", "1e-9")
     assert result.returncode == 0
     assert "warning: dc = 1e-09 is not above the smallest distance between points: every ρ is 0" in result.stderr
+
+
+def test_options_the_method_does_not_read_are_named_in_a_warning():
+    path = sample_data.path("moons")
+    ignored = dpstudio("cluster", path, "--method", "dbscan", "--dc", "0.5", "--kernel", "gaussian", "--min-samples", "4", "--json")
+    assert ignored.returncode == 0, ignored.stderr
+    assert ignored.stderr.splitlines() == ["warning: --dc is for --method dpc; ignored", "warning: --kernel is for --method dpc; ignored"]
+    assert json.loads(ignored.stdout)["min_samples"] == 4
+    dpc = dpstudio("cluster", path, "--eps", "0.3", "--centers", "gamma", "--noise", "--dc-percent", "2", "--json")
+    assert dpc.stderr.splitlines() == ["warning: --eps is for --method dbscan; ignored",
+                                       "warning: --noise is for --method dpc with --centers auto; ignored"]  # fmt: skip
+    read = dpstudio("cluster", path, "--method", "hdbscan", "--min-samples", "3", "--selection", "leaf", "--json")
+    assert read.returncode == 0 and read.stderr == ""
 
 
 def test_version():
@@ -221,7 +235,8 @@ def test_stream_replays_a_file_and_ends_where_a_fresh_fit_does(tmp_path):
     assert len(table.stdout.splitlines()) == 2 + 2
 
 
-@pytest.mark.parametrize(("args", "message"), [(["--base", "0%"], "percentage in (0, 100)"), (["--base", "1"], "rows (>= 2)"), (["--batch", "0"], "--batch must be at least 1")])
+@pytest.mark.parametrize(("args", "message"), [(["--base", "0%"], "percentage in (0, 100)"), (["--base", "1"], "rows (>= 2)"),
+                                               (["--batch", "0"], "--batch must be at least 1"), (["--out", "/nowhere/x.csv"], "folder not found")])
 def test_stream_refuses_bad_options(args, message):
     result = dpstudio("stream", sample_data.path("blobs"), *args)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
