@@ -18,12 +18,17 @@ def studio(cache):
     return studio
 
 
-def assert_fresh(studio):
-    """The session's DPC equals a fit from scratch on the points it shows, with its dc and chosen centers."""
+def assert_fresh(studio, picked_rows=None):
+    """The session's DPC equals a fit from scratch on the points it shows, with its dc and, where centers were
+    picked, those of the input rows ``picked_rows`` that are still shown (the automatic clusters otherwise)."""
     model = studio.dpc.model
     fresh = DensityPeaks(dc=model.dc_, suggest="gamma", backend="cpu").fit(studio.dataset.points.values)
-    chosen = model.chosen_centers_
-    fresh.assign(centers=chosen) if chosen is not None else None
+    chosen = None
+    if picked_rows is not None:
+        rows = studio.dataset.points.rows
+        chosen = np.searchsorted(rows, picked_rows[np.isin(picked_rows, rows)])
+        np.testing.assert_array_equal(model.chosen_centers_, chosen)
+        fresh.assign(centers=chosen)
     for name in ("rho_", "delta_", "parent_"):
         np.testing.assert_array_equal(getattr(model, name), getattr(fresh, name), err_msg=name)
     if chosen is not None:
@@ -38,6 +43,7 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(cache, studio):
     shared = studio.dataset
     shared_rho = studio.dpc.model.rho_.copy()
     studio.dpc.pick_count(5)
+    picked_rows = shared.points.rows[studio.dpc.model.chosen_centers_]
     n = shared.n_points
     studio.add_point(0.5, -0.25)
     edited = studio.dataset
@@ -45,13 +51,14 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(cache, studio):
     np.testing.assert_array_equal(edited.points.values[-1], np.float32([0.5, -0.25]))
     assert edited.points.rows[-1] == shared.points.rows.max() + 1  # the new point's row counts on past the file
     assert len(studio.dpc.centers) == 5 and studio.dpc.centers_picked  # the picks stay picked
-    assert_fresh(studio)
+    assert_fresh(studio, picked_rows)
     x, y = studio.plot_coordinates("view")
-    inside = square_around(float(x[10]), float(y[10]), 0.4)
-    doomed = studio.dataset.points.rows[(np.abs(x - x[10]) < 0.4) & (np.abs(y - y[10]) < 0.4)]
+    gone = studio.dpc.model.chosen_centers_[1]  # a picked center and the points around it: the others renumbered
+    inside = square_around(float(x[gone]), float(y[gone]), 0.4)
+    doomed = studio.dataset.points.rows[(np.abs(x - x[gone]) < 0.4) & (np.abs(y - y[gone]) < 0.4)]
     studio.delete_in_view(inside)
     assert studio.dataset.n_points == n + 1 - doomed.size and not np.isin(doomed, studio.dataset.points.rows).any()
-    assert_fresh(studio)
+    assert_fresh(studio, picked_rows)
     assert len(studio.dpc.labels_table()) == studio.dataset.n_points  # the download follows the edits
     assert "points were added or deleted on the page" in command_line(studio)
     # the shared data set, and a session opening on it, never saw the edits

@@ -1,4 +1,10 @@
-"""The GPU backend for the tests (or why there is none), the marks of a GPU-only test, and poisoned kernel outputs."""
+"""The GPU backend for the tests (or why there is none), the marks of a GPU-only test, and poisoned kernel outputs.
+
+GPU tests are skipped where the GPU backend cannot load. With ``DPSTUDIO_REQUIRE_GPU=1`` (set for runs on a GPU
+machine) that is an error instead, with the reason: a GPU module that fails to import, or CuPy missing, would
+otherwise turn every GPU test into a skip, and the run would look green."""
+
+import os
 
 import pytest
 
@@ -11,6 +17,8 @@ except BackendUnavailable as reason:
     gpu, why = None, str(reason)
 else:
     why = ""
+if gpu is None and os.environ.get("DPSTUDIO_REQUIRE_GPU") == "1":
+    raise RuntimeError(f"DPSTUDIO_REQUIRE_GPU=1, but the GPU backend cannot load: {why}")
 
 needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(gpu is None, reason=why or "no GPU")]
 

@@ -54,6 +54,31 @@ def delta_parent(sq: np.ndarray, rho_values: np.ndarray) -> tuple[np.ndarray, np
     return delta, parent
 
 
+def gamma(rho_values: np.ndarray, delta: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """rho * delta, the densest point's delta (the one without a parent) capped at the largest of the others'."""
+    capped = np.asarray(delta, np.float64).copy()
+    root = parent < 0
+    if (~root).any():
+        capped[root] = np.minimum(capped[root], capped[~root].max())
+    return np.asarray(rho_values, np.float64) * capped
+
+
+def gamma_suggestion(gamma_values: np.ndarray, most: int = 32) -> list[int]:
+    """The largest-gamma-drop rule, one point at a time: the largest gammas (ties by index) down to the first
+    largest ratio g_k / g_(k+1) among the ``most`` + 1 largest (a drop to 0 is infinite, 0 to 0 is 1)."""
+    n = gamma_values.shape[0]
+    order = sorted(range(n), key=lambda i: (-gamma_values[i], i))
+    if n < 3:
+        return order[:1]
+    top = [float(gamma_values[i]) for i in order[: min(n, most + 1)]]
+    best, count = -1.0, 1
+    for k in range(len(top) - 1):
+        ratio = top[k] / top[k + 1] if top[k + 1] > 0 else (np.inf if top[k] > 0 else 1.0)
+        if ratio > best:
+            best, count = ratio, k + 1
+    return order[:count]
+
+
 def labels(parent: np.ndarray, centers: list[int]) -> np.ndarray:
     label_of = {c: k for k, c in enumerate(centers)}
     out = np.empty(parent.shape[0], np.int64)

@@ -7,16 +7,10 @@ import pytest
 from dpstudio.engine import backends
 from dpstudio.engine.backends import BackendUnavailable, get_backend
 
-
-def gpu_usable() -> bool:
-    try:
-        backends._gpu()
-    except BackendUnavailable:
-        return False
-    return True
+from .gpu_support import gpu
 
 
-@pytest.mark.skipif(gpu_usable(), reason="a GPU is present: nothing to fall back from")
+@pytest.mark.skipif(gpu is not None, reason="a GPU is present: nothing to fall back from")
 def test_auto_falls_back_to_cpu_once_with_a_log_line(caplog):
     backends._auto.cache_clear()
     with caplog.at_level(logging.INFO, logger="dpstudio"):
@@ -28,7 +22,7 @@ def test_auto_falls_back_to_cpu_once_with_a_log_line(caplog):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not gpu_usable(), reason="no usable GPU")
+@pytest.mark.skipif(gpu is None, reason="no usable GPU")
 def test_auto_picks_the_gpu():
     assert get_backend("auto").name == "gpu"
 

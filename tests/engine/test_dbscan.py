@@ -129,8 +129,9 @@ def eps_off_the_rounding_band(points, rng, quantile):
 def test_dbscan_equals_scikit_learn(d, rng):
     points = sklearn_safe_blobs(rng, 1500, d, 150)
     index = IndexedPoints(points, backend="cpu")
+    model = DBSCAN(min_samples=5, backend="cpu").fit(index)
     for min_samples in (5, 10, 17, 30):  # up to 17 reuse the first neighbour list, 30 makes a longer one
-        model = DBSCAN(min_samples=min_samples, backend="cpu").fit(index) if min_samples == 5 else model.set_min_samples(min_samples)
+        model.set_min_samples(min_samples)
         for quantile in (0.002, 0.01, 0.05):
             eps = eps_off_the_rounding_band(points, rng, quantile)
             want = sklearn.cluster.DBSCAN(eps=eps, min_samples=min_samples).fit(points.astype(np.float64))

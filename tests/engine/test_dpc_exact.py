@@ -32,6 +32,12 @@ def test_matches_oracle(case, kernel, rng):
     np.testing.assert_array_equal(dp.parent_, expected_parent)
     np.testing.assert_array_equal(dp.delta_, expected_delta)
 
+    # gamma from the engine's rho and delta (checked above); the suggestion, then the densest point if not in it
+    np.testing.assert_array_equal(dp.gamma_, oracle.gamma(dp.rho_, dp.delta_, dp.parent_))
+    suggested = oracle.gamma_suggestion(dp.gamma_)
+    densest = int(np.flatnonzero(dp.parent_ < 0)[0])
+    np.testing.assert_array_equal(dp.centers_, suggested + ([densest] if densest not in suggested else []))
+
     centers = list(dp.centers_)
     np.testing.assert_array_equal(dp.labels_, oracle.labels(dp.parent_, centers))
     np.testing.assert_array_equal(dp.halo_, oracle.halo(sq, dp.rho_, dp.labels_, dp.dc_))

@@ -66,12 +66,25 @@ def assert_matches(dp, points, chosen):
     np.testing.assert_array_equal(dp.delta_, expected_delta)
     densest = int(np.lexsort((np.arange(len(points)), -dp.rho_))[0])
     np.testing.assert_array_equal(dp.centers_, list(chosen) + ([densest] if densest not in chosen else []))
+    np.testing.assert_array_equal(dp.gamma_, oracle.gamma(dp.rho_, dp.delta_, dp.parent_))  # n_centers ranks by it
     if dp.kernel_ == "cutoff":  # Gaussian: a tie of duplicates may fall either way on summation order
         np.testing.assert_array_equal(dp.parent_, fresh.parent_)
         np.testing.assert_array_equal(dp.delta_, fresh.delta_)
         np.testing.assert_array_equal(dp.centers_, fresh.centers_)
     np.testing.assert_array_equal(dp.labels_, oracle.labels(dp.parent_, list(dp.centers_)))
     np.testing.assert_array_equal(dp.halo_, oracle.halo(sq, dp.rho_, dp.labels_, dp.dc_))
+
+
+def assert_updated_in_place(dp) -> None:
+    """The last update changed the cached rho, delta and parent (``incremental``), not computed them again: the
+    fields read after it took no time."""
+    assert dp.timings_["rho"] == 0.0 and dp.timings_["delta"] == 0.0, f"computed again: {dp.timings_}"
+
+
+def renumbered(chosen, mapping) -> list[int]:
+    """Chosen centers after a delete, as the caller numbers them: each one's new index; deleted ones drop out."""
+    new = np.asarray(mapping)[np.asarray(chosen, np.int64)]
+    return new[new >= 0].tolist()
 
 
 def exact_pair_distance(points, rng) -> float:
@@ -81,9 +94,9 @@ def exact_pair_distance(points, rng) -> float:
 
 
 def random_updates(dp, points, n_base, rng, steps=6):
-    """Random inserts (of the points after n_base, in order) and deletes on a fit of points[:n_base]; yields the
-    points after each step."""
-    current, waiting = points[:n_base], points[n_base:]
+    """Random inserts (of the points after n_base, in order) and deletes on a fit of points[:n_base], each checked
+    to be an update in place; yields the points and the chosen centers (renumbered here) after each step."""
+    current, waiting, chosen = points[:n_base], points[n_base:], dp.chosen_centers_.tolist()
     for _ in range(steps):
         if waiting.shape[0] and (rng.random() < 0.6 or current.shape[0] < 10):
             m = int(rng.integers(1, min(250, waiting.shape[0]) + 1))
@@ -93,8 +106,9 @@ def random_updates(dp, points, n_base, rng, steps=6):
             dead = rng.choice(current.shape[0], int(rng.integers(1, current.shape[0] // 3 + 1)), replace=False)
             mapping = dp.delete(dead)
             assert (mapping[dead] == -1).all() and np.array_equal(mapping[mapping >= 0], np.arange(len(current) - len(dead)))
-            current = np.delete(current, dead, axis=0)
-        yield current
+            current, chosen = np.delete(current, dead, axis=0), renumbered(chosen, mapping)
+        assert_updated_in_place(dp)
+        yield current, chosen
 
 
 def sequence_start(case, kernel, rng):
@@ -110,9 +124,9 @@ def sequence_start(case, kernel, rng):
 def test_random_inserts_and_deletes_match_a_fresh_fit(case, kernel, backend, rng):
     points, n_base, dc = sequence_start(case, kernel, rng)
     dp = DensityPeaks(dc=dc, kernel=kernel, suggest="gamma", backend=backend).fit(points[:n_base])
-    for current in random_updates(dp, points, n_base, rng):
+    for current, chosen in random_updates(dp, points, n_base, rng):
         assert_valid_tree(dp.indexed_.index, current)
-        assert_matches(dp, current, dp._chosen)
+        assert_matches(dp, current, chosen)
 
 
 @pytest.mark.parametrize("case", [pytest.param(case, marks=needs_gpu) for case in SEQUENCE_CASES])
@@ -141,29 +155,41 @@ def test_every_cached_field_is_updated(kernel, backend, rng):
     host = indexed.backend.to_numpy
     fresh = IndexedPoints(host(indexed.points), backend=backend)
     for dc in dcs:
-        updated, again = indexed.fields(kernel, dc), fresh.fields(kernel, dc)
+        timings = {}
+        updated, again = indexed.fields(kernel, dc, timings=timings), fresh.fields(kernel, dc)
+        assert timings == {"rho": 0.0, "delta": 0.0}  # each (kernel, dc) kept through the updates, not computed again
         np.testing.assert_allclose(host(updated.rho), host(again.rho), rtol=1e-12)
+        np.testing.assert_allclose(host(updated.gamma), host(again.gamma), rtol=1e-12)
         if kernel == "cutoff":
-            np.testing.assert_array_equal(host(updated.parent), host(again.parent))
-            np.testing.assert_array_equal(host(updated.order), host(again.order))
+            for name in ("delta", "parent", "order", "gamma"):
+                np.testing.assert_array_equal(host(getattr(updated, name)), host(getattr(again, name)), err_msg=name)
 
 
 def test_a_batch_that_fills_the_tree_and_deleting_down_to_two(backend, rng):
     capacity = LEAF_SIZE << 3
     points = rng.normal(size=(capacity + 200, 2)).astype(np.float32)
     dp = DensityPeaks(dc=0.4, suggest="gamma", backend=backend).fit(points[: capacity - 3])
-    assert dp.indexed_.index.depth == 3
+    old = on_host(dp.indexed_.index)
+    assert old.depth == 3
+    chosen = dp.chosen_centers_.tolist()
     dp.partial_fit(points[capacity - 3 :])  # past the capacity: the leaves split (once or twice, as the points fall)
-    assert dp.indexed_.index.depth >= 4
+    tree = on_host(dp.indexed_.index)
+    assert tree.depth >= 4
+    # split, not built afresh: most old leaves' points are still together, in the node at the old leaves' level
+    together = sum(set(old.ids[old.leaf_start[j] : old.leaf_start[j + 1]]) <= set(tree.ids[slice(*node_run(tree, old.depth, j))])
+                   for j in range(1 << old.depth))  # fmt: skip
+    assert together >= (1 << old.depth) // 2
+    assert_updated_in_place(dp)
     current = points
     assert_valid_tree(dp.indexed_.index, current)
-    assert_matches(dp, current, dp._chosen)
+    assert_matches(dp, current, chosen)
     while current.shape[0] > 2:
         dead = rng.choice(current.shape[0], max(1, min(current.shape[0] - 2, current.shape[0] // 2)), replace=False)
-        dp.delete(dead)
+        chosen = renumbered(chosen, dp.delete(dead))
         current = np.delete(current, dead, axis=0)
+        assert_updated_in_place(dp)
         assert_valid_tree(dp.indexed_.index, current)
-        assert_matches(dp, current, dp._chosen)
+        assert_matches(dp, current, chosen)
 
 
 def test_deleting_the_densest_point_and_a_center(backend, rng):
@@ -171,20 +197,45 @@ def test_deleting_the_densest_point_and_a_center(backend, rng):
     dp = DensityPeaks(backend=backend).fit(points).assign(n_centers=5)
     densest = int(np.lexsort((np.arange(len(points)), -dp.rho_))[0])
     chosen_center = int(dp.centers_[1]) if dp.centers_[1] != densest else int(dp.centers_[2])
+    chosen = dp.chosen_centers_.tolist()
     mapping = dp.delete([densest, chosen_center])
     current = np.delete(points, [densest, chosen_center], axis=0)
     assert len(dp.changes_["vanished"]) >= 1
-    assert mapping[chosen_center] == -1 and mapping[chosen_center] not in dp.centers_
-    assert_matches(dp, current, dp._chosen)
+    assert_updated_in_place(dp)
+    assert_matches(dp, current, renumbered(chosen, mapping))  # the chosen centers left, renumbered
+
+
+def node_run(tree, level: int, j: int) -> tuple[int, int]:
+    """The run of tree positions of node j of ``level``."""
+    return int(tree.leaf_start[j << (tree.depth - level)]), int(tree.leaf_start[(j + 1) << (tree.depth - level)])
+
+
+def leaf_sets(tree) -> list[frozenset]:
+    tree = on_host(tree)
+    return [frozenset(tree.ids[tree.leaf_start[j] : tree.leaf_start[j + 1]].tolist()) for j in range(1 << tree.depth)]
+
+
+def test_a_point_with_room_joins_its_leaf_and_moves_no_other(backend, rng):
+    points = rng.uniform(size=(LEAF_SIZE * 20, 2)).astype(np.float32)
+    indexed = IndexedPoints(points, backend=backend)  # 32 leaves of at most 20 * LEAF_SIZE / 32 points: room in each
+    before = leaf_sets(indexed.index)
+    indexed.insert(points[:1] + np.float32(1e-3))
+    after = leaf_sets(indexed.index)
+    grown = [j for j in range(len(before)) if after[j] != before[j]]
+    assert len(grown) == 1 and after[grown[0]] == before[grown[0]] | {len(points)}
 
 
 def test_an_overflowing_leaf_rebuilds_a_subtree_only(backend, rng):
     points = rng.uniform(size=(LEAF_SIZE * 64, 2)).astype(np.float32)
     indexed = IndexedPoints(points[: LEAF_SIZE * 40], backend=backend)
+    before = leaf_sets(indexed.index)
     crowd = np.repeat(points[:1], 3 * LEAF_SIZE, axis=0)  # one spot, far more than a leaf holds
     indexed.insert(crowd)
     assert indexed.index.depth == 6
     assert_valid_tree(indexed.index, np.concatenate((points[: LEAF_SIZE * 40], crowd)))
+    # 40 leaves' points in 64 leaves, then 3 more at one spot: the smallest subtree with room (at most 3/4 full) is
+    # half the tree; the other half's leaves keep their points
+    assert sum(a == b for a, b in zip(before, leaf_sets(indexed.index))) == 32
 
 
 def test_neighbour_products_are_recomputed_after_an_update(backend, rng):
@@ -218,7 +269,9 @@ def test_neighbour_lists_stay_exact_through_updates(case, backend, rng):
             indexed.delete(dead)
             current = np.delete(current, dead, axis=0)
         expected_ids, expected_sq = oracle.knn(oracle.rule_sq_dists(current), k)
-        ids, sq = (np.asarray(a.get() if hasattr(a, "get") else a) for a in indexed.neighbours(k))
+        timings = {}
+        ids, sq = (np.asarray(a.get() if hasattr(a, "get") else a) for a in indexed.neighbours(k, timings=timings))
+        assert timings["neighbours"] == 0.0  # the lists kept through the update, not listed again
         np.testing.assert_array_equal(ids, expected_ids)
         np.testing.assert_array_equal(sq, expected_sq)
 
@@ -369,7 +422,8 @@ def test_a_copied_estimator_updates_its_own_index_and_leaves_the_shared_one(case
     edited.partial_fit(added)
     mapping = edited.delete(np.arange(0, 60, 4))
     current = np.concatenate((points, added))[mapping >= 0]
-    assert_matches(edited, current, edited.chosen_centers_)
+    assert_updated_in_place(edited)
+    assert_matches(edited, current, renumbered(original.chosen_centers_, mapping))
     assert shared.n_points == points.shape[0] and np.array_equal(on_host(shared.index).coords, coords)
     for name, values in before.items():
         np.testing.assert_array_equal(getattr(original, name), values, err_msg=name)

@@ -144,8 +144,11 @@ def test_estimator_default_is_the_topography(rng):
     assert len(dp.centers_) >= 3 and dp.labels_.max() == len(dp.centers_) - 1
     looser = dp.set_params(significance=1.0).assign()  # a new Z after fit: computed again, not the cached one
     np.testing.assert_array_equal(looser.labels_, topography(*dp.indexed_.neighbours(DENSITY_K), 2, 1.0).labels())
-    gamma = DensityPeaks(suggest="gamma", backend="cpu").fit(dp.indexed_)
-    np.testing.assert_array_equal(gamma.labels_, gamma.assign(centers=gamma.suggest_centers()).labels_)
+    gamma = DensityPeaks(suggest="gamma", backend="cpu").fit(dp.indexed_)  # the old rule, along parent_
+    suggested = oracle.gamma_suggestion(oracle.gamma(gamma.rho_, gamma.delta_, gamma.parent_))
+    densest = int(np.flatnonzero(gamma.parent_ < 0)[0])
+    np.testing.assert_array_equal(gamma.centers_, suggested + ([densest] if densest not in suggested else []))
+    np.testing.assert_array_equal(gamma.labels_, oracle.labels(gamma.parent_, list(gamma.centers_)))
 
 
 @pytest.mark.parametrize(("params", "message"), [
