@@ -1,7 +1,7 @@
 """A session's Bokeh document, made safe and cheap to update from the page's worker threads: the callbacks they
 add always reach the session, and Bokeh's walk of the page's models is held through a redraw and skipped when
 no update could have changed which models the page holds; and, in the browser, a lasso started outside a plot's
-frame is ignored without an error."""
+frame is ignored without an error, and a click on a checkbox's words ticks it."""
 
 from __future__ import annotations
 
@@ -58,6 +58,28 @@ if (view != null && !view.prototype._dpstudio_patched && view.prototype._pan.toS
 def lasso_started_outside_the_frame_ignored(doc: Document) -> None:
     """A lasso dragged from outside a plot's frame does nothing, without BokehJS's assertion errors."""
     doc.js_on_event("document_ready", CustomJS(code=LASSO_STARTED_OUTSIDE_THE_FRAME_IGNORED))
+
+
+# BokehJS (3.9) writes a checkbox's label as a <div class="bk-label"> beside the box, in the view's shadow root, so a
+# click on the words did nothing (holoviz/panel#7106). One listener on the page, for the views drawn now and later,
+# clicks the box of a label clicked, as an HTML <label> would; a label with no checkbox before it is left alone.
+CHECKBOX_LABELS_CLICKABLE = """
+if (!window._dpstudio_labels_clickable) {
+  const box_of = (event) => {
+    const label = event.composedPath()[0]
+    const box = label instanceof HTMLElement && label.classList.contains("bk-label") ? label.previousElementSibling : null
+    return box instanceof HTMLInputElement && box.type === "checkbox" ? [label, box] : null
+  }
+  document.addEventListener("click", (event) => { const found = box_of(event); if (found && !found[1].disabled) found[1].click() })
+  document.addEventListener("mouseover", (event) => { const found = box_of(event); if (found) found[0].style.cursor = "pointer" })
+  window._dpstudio_labels_clickable = true
+}
+"""
+
+
+def checkbox_labels_clickable(doc: Document) -> None:
+    """A click on a checkbox's words ticks or unticks it."""
+    doc.js_on_event("document_ready", CustomJS(code=CHECKBOX_LABELS_CLICKABLE))
 
 
 def walks_only_when_changed(doc: Document) -> None:

@@ -16,6 +16,7 @@ from bokeh.models import CustomJSTickFormatter, PrintfTickFormatter
 from .dbscan_plots import DBSCANPlots
 from .density_state import DBSCANState, HDBSCANState
 from .tree_plot import TreePlot
+from .wording import counted
 
 # choices shown as buttons: the chosen one filled, the others outlined (Panel's default greys look alike)
 CHOICE_STYLE = {"button_type": "primary", "button_style": "outline"}
@@ -73,7 +74,7 @@ class DBSCANControls:
         self.eps_typed.param.update(value=_typed(state.eps), step=max(10 ** (math.floor(math.log10(state.eps)) - 1), SMALLEST_STEP))
         self.min_samples.value = state.min_samples
         clusters, noise = state.curve().at(state.eps)
-        self.counts.object = (f"**{clusters:,} cluster{'s' * (clusters != 1)}, {noise:,} noise point{'s' * (noise != 1)}** "
+        self.counts.object = (f"**{counted(clusters, 'cluster')}, {counted(noise, 'noise point')}** "
                               f"({100 * noise / state.dataset.n_points:.1f}%)")  # fmt: skip
 
     def _changed(self, name: str, value, label: str, action: Callable) -> None:
@@ -128,8 +129,7 @@ class HDBSCANControls:
         self.selection.value = state.selection
         rule = "your clicks" if state.hand_picked else "the rule"
         clusters, noise = len(state.model.selected_clusters_), int((state.model.labels_ < 0).sum())
-        self.picked.object = (f"{clusters} cluster{'s' * (clusters != 1)}, chosen by {rule} ({noise:,} noise "
-                              f"point{'s' * (noise != 1)}). Click a branch of the condensed tree to select it (its sub- "
+        self.picked.object = (f"{counted(clusters, 'cluster')}, chosen by {rule} ({counted(noise, 'noise point')}). Click a branch of the condensed tree to select it (its sub- "
                               "and super-clusters leave) or deselect it.")  # fmt: skip
         self.back_to_rule.visible = state.hand_picked
 

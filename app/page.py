@@ -46,7 +46,7 @@ from .sweep_plot import SweepPlot
 from .teaching import TEACHING_MAX, Teaching
 from .teaching_plot import TeachingPlots
 from .tree_plot import TreePlot
-from .wording import KERNEL_NAMES, short
+from .wording import KERNEL_NAMES, counted, short
 
 log = logging.getLogger("dpstudio")
 
@@ -557,7 +557,7 @@ class StudioPage:
         try:
             document = query_document(params)
         except ValueError as exc:
-            self.alert.object, self.alert.visible = f"**The URL's parameters were not used:** {exc}", True
+            self.alert.object, self.alert.visible = f"**Opening the URL's parameters failed:** {exc}", True  # as in _start
             return
         self._start("Opening the URL's parameters", self._apply_session, document, asked_on=None)
 
@@ -714,7 +714,8 @@ class StudioPage:
         points = dataset.points
         dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
         scaled = ", standardized" if dataset.standardized else ""
-        self.dataset_info.object = f"**{dataset.name}**: {dataset.n_points:,} points × {len(points.columns)} features{scaled}{dropped}"
+        self.dataset_info.object = f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × {counted(len(points.columns), 'feature')}{scaled}{dropped}"
+        self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []
         self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._choice(dataset))

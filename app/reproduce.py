@@ -243,6 +243,7 @@ def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=
     was, from its own document, and the error raised."""
     before, source = session_document(studio), studio.dataset.original
     unloaded = [state for state in studio.states.values() if not state.loaded]
+    history = studio.dpc.replace_history([])
     try:
         _apply(studio, document, cache, progress)
     except Exception:
@@ -251,7 +252,9 @@ def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=
         _apply(studio, before, cache)  # all of it cached: the index, each min_samples' tree, the recent dcs
         for state in unloaded:
             state.close()  # a method the document had shown, not shown before
+        studio.dpc.replace_history(history)
         raise
+    studio.dpc.replace_history([])  # Undo starts from the session loaded, as from a data set loaded
 
 
 def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:
@@ -284,6 +287,8 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
             studio.dpc.set_dc(dc_percent=dpc["dc_percent"], kernel=dpc["kernel"], progress=progress)
         elif dpc.get("dc") is not None:
             studio.dpc.set_dc(dpc["dc"], kernel=dpc["kernel"], progress=progress)
+        elif dpc["kernel"] != studio.dpc.kernel:  # a kernel alone (a URL's): the dc rule shown, with that kernel
+            studio.dpc.set_dc(kernel=dpc["kernel"], progress=progress)
         if dpc.get("centers") is not None:
             studio.dpc.choose(dpc["centers"])
     if (dbscan := document.get("dbscan")) is not None:

@@ -20,7 +20,12 @@ from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
 
 from .datasets import Dataset, DatasetCache
-from .document import callbacks_from_threads_never_held, lasso_started_outside_the_frame_ignored, walks_only_when_changed
+from .document import (
+    callbacks_from_threads_never_held,
+    checkbox_labels_clickable,
+    lasso_started_outside_the_frame_ignored,
+    walks_only_when_changed,
+)
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plot_frame import PLOT_SIZE
 from .plots import shade_categories, start_shading_threads
@@ -45,6 +50,7 @@ def make_app(cache: DatasetCache, settings: PageSettings):
         callbacks_from_threads_never_held(pn.state.curdoc)
         walks_only_when_changed(pn.state.curdoc)
         lasso_started_outside_the_frame_ignored(pn.state.curdoc)
+        checkbox_labels_clickable(pn.state.curdoc)
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
         OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"

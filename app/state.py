@@ -210,6 +210,14 @@ class ClusteringSession(MethodState):
         with param.edit_constant(self):
             self.pending_centers = 0
 
+    def replace_history(self, history: list) -> list:
+        """Put ``history`` in place of the undo history, and return the one it replaces (a loaded session starts its
+        own, as a loaded data set does; one refused part way gets the old one back)."""
+        old, self._history = self._history, list(history)
+        with param.edit_constant(self):
+            self.can_undo = bool(self._history)
+        return old
+
     def undo(self) -> None:
         """Back to the centers before the last change of centers (at the current dc)."""
         self._require_data()

@@ -24,7 +24,7 @@ from dpstudio.engine.cpu import density_order
 from dpstudio.engine.vptree import float32_square
 
 from .pointing import nearest_point
-from .wording import short
+from .wording import counted, short
 
 TEACHING_MAX = 5_000  # points up to which the forest and the step-through are drawn (a teacher's data set)
 MAX_RINGED = 5_000  # counted points ringed one by one; more are said in words only
@@ -213,13 +213,13 @@ class Teaching(param.Parameterized):
             return ""
         if self.studio.method == "dbscan":
             return self._describe_dbscan(facts)
-        rows, chain, counted = self.studio.dataset.points.rows, facts["chain"], int(facts["counted"].sum())
+        rows, chain, n_within = self.studio.dataset.points.rows, facts["chain"], int(facts["counted"].sum())
         if facts["kernel"] == "cutoff":
             density = f"ρ = {facts['rho']:g}: the points within dc = {short(facts['radius'])}"
         else:
-            density = (f"ρ = {short(facts['rho'])}, the Gaussian sum over every point; the {counted:,} within dc = "
+            density = (f"ρ = {short(facts['rho'])}, the Gaussian sum over every point; the {n_within:,} within dc = "
                        f"{short(facts['radius'])} add the most")  # fmt: skip
-        ringed = " (ringed)" if counted <= MAX_RINGED else f" ({counted:,}: too many to ring)"
+        ringed = " (ringed)" if n_within <= MAX_RINGED else f" ({n_within:,}: too many to ring)"
         parts = [f"**Row {rows[chain[0]]}** · {density}{ringed}"]
         if chain.size == 1:
             parts.append("it is a center" if self._is_center(chain[0]) else "the densest point")
@@ -227,16 +227,15 @@ class Teaching(param.Parameterized):
             parts.append(f"δ = {short(facts['delta'])} to row {rows[chain[1]]}, its nearest denser point (the arrow)")
             end = chain[-1]
             target = f"center row {rows[end]}" if self._is_center(end) else f"the densest point, row {rows[end]}"
-            parts.append(f"{chain.size - 1} arrow{'s' if chain.size > 2 else ''} to {target}")
+            parts.append(f"{counted(chain.size - 1, 'arrow')} to {target}")
         if not self.studio.dpc.centers_picked:
             parts.append("automatic clusters follow the kNN density's own chains; pick centers to follow these")
         return " · ".join(parts)
 
     def _describe_dbscan(self, facts: dict) -> str:
         state, i = self.studio.dbscan, self.point
-        rows, counted = self.studio.dataset.points.rows, facts["counted"]
-        near = int(counted.sum()) + 1  # the point itself counts (scikit-learn's min_samples)
-        within_eps = f"{near:,} points within ε = {short(facts['radius'])}, itself counted (ringed)"
+        rows, near = self.studio.dataset.points.rows, int(facts["counted"].sum()) + 1  # itself counts (scikit-learn's min_samples)
+        within_eps = f"{counted(near, 'point')} within ε = {short(facts['radius'])}, itself counted (ringed)"
         label = state.label_of(i)
         if state.core()[i]:
             kind = f"a core point of cluster {label}: {within_eps}, at least min_samples = {state.min_samples}"

@@ -6,6 +6,11 @@ from __future__ import annotations
 KERNEL_NAMES = {"cutoff": "cut-off", "gaussian": "Gaussian"}
 
 
+def counted(n: int, noun: str) -> str:
+    """A count and its noun, plural unless one: "1 point", "2,300 points"."""
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
 def short(value: float, digits: int = 4) -> str:
     text = f"{value:.{digits}g}"
     mantissa, exponent, power = text.partition("e")

@@ -32,7 +32,9 @@ def tsne_2d(values: np.ndarray, seed: int = 0) -> np.ndarray:
         from sklearn.manifold import TSNE
     except ImportError:
         raise ImportError("a t-SNE view needs scikit-learn: pip install 'dpstudio[embed]'") from None
-    n = values.shape[0]
+    n, d = values.shape
+    if d < 2:
+        raise ValueError("a t-SNE view needs at least 2 features: one is already drawn against its input row")
     if n > TSNE_MAX_POINTS:
         raise ValueError(f"a t-SNE view of {n:,} points would take too long; it is offered up to {TSNE_MAX_POINTS:,}")
     perplexity = min(30.0, (n - 1) / 3)  # scikit-learn needs perplexity < N

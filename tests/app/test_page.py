@@ -186,6 +186,10 @@ def test_a_file_chosen_while_standardize_is_ticked_is_read_standardized(cache, r
     assert load()
     assert page.studio.dataset.name == "huge.csv" and page.studio.dataset.standardized
     assert page.standardize.value  # the box shows how the data set shown was read
+    assert "80 points × 2 features, standardized" in page.dataset_info.object and not page.embed.disabled
+    assert in_a_thread(asyncio.run, page.run("Loading", page._load_upload, "one.csv", b"t\n" + b"\n".join(b"%d" % i for i in range(30))))
+    assert "30 points × 1 feature, standardized" in page.dataset_info.object
+    assert page.embed.disabled  # a t-SNE of one feature: it is drawn against its input row already
 
 
 def run_queued(loop: asyncio.AbstractEventLoop, queued: list) -> list:

@@ -91,6 +91,7 @@ def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
         np.testing.assert_array_equal(fresh.states[method].labels(), studio.states[method].labels())
     assert (fresh.dpc.kernel, fresh.dpc.dc, fresh.dbscan.eps, fresh.hdbscan.hand_picked) == ("gaussian", studio.dpc.dc, 0.4, True)
     assert json.loads(saved) == json.loads(session_json(fresh))
+    assert not fresh.dpc.can_undo  # Undo starts from the session loaded: no way back to its steps on the way
     fresh.close()
 
 
@@ -245,6 +246,10 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
     assert studio.dataset.points.columns == ("x", "z") and studio.dataset.standardized
     apply_session(studio, query_document({"sample": ["blobs3d"]}), cache)  # as the server passes them
     assert studio.dataset.points.columns == ("x", "y", "z") and not studio.dataset.standardized
+    percent = studio.dpc.dc_percent
+    apply_session(studio, query_document("sample=blobs&kernel=gaussian"), cache)  # a kernel alone: the rule shown
+    assert (studio.dpc.kernel, studio.dpc.dc_percent) == ("gaussian", percent)
+    assert "--kernel gaussian" in command_line(studio)
     for query, message in [("dc=abc", "dc must be a number, got 'abc'"), ("sample=x", "no sample named 'x'"),
                            ("standardize=yes", "standardize must be 1 or 0"),
                            ("colour=red", "unknown URL parameter 'colour'"), ("method=dbscan&eps=-1", "eps must be a finite positive"),
@@ -293,7 +298,7 @@ def test_a_session_only_the_data_refuses_leaves_the_page_as_it_was(cache, change
     with pytest.raises(ValueError, match=message):
         apply_session(studio, read_session(json.dumps(document)), cache)
     assert studio.dataset is cache.sample("moons") and studio.method == "dpc"
-    assert session_document(studio) == before
+    assert session_document(studio) == before and studio.dpc.can_undo  # its Undo too
     np.testing.assert_array_equal(studio.labels(), labels)
 
 

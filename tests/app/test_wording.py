@@ -1,4 +1,8 @@
-from dpstudio.app.wording import short
+from dpstudio.app.wording import counted, short
+
+
+def test_a_count_of_one_takes_the_singular():
+    assert [counted(n, "point") for n in (0, 1, 2, 2300)] == ["0 points", "1 point", "2 points", "2,300 points"]
 
 
 def test_numbers_are_written_as_the_plots_ticks_write_them():

@@ -42,3 +42,5 @@ def test_t_sne_is_refused_past_its_size_limit():
 
     with pytest.raises(ValueError, match="t-SNE view of 50,001 points would take too long"):
         tsne_2d(np.zeros((TSNE_MAX_POINTS + 1, 2), np.float32))
+    with pytest.raises(ValueError, match="a t-SNE view needs at least 2 features"):  # not scikit-learn's n_components error
+        tsne_2d(np.zeros((100, 1), np.float32))

@@ -284,6 +284,17 @@ def test_a_number_of_clusters_of_0_is_refused_by_name(page: Page, server):
     assert table_rows(page) == 5
 
 
+def test_a_click_on_a_checkboxs_words_ticks_it(page: Page, server):
+    """BokehJS writes the words as a div beside the box: a click on them did nothing (holoviz/panel#7106)."""
+    open_app(page, server.url)
+    checkbox = page.locator("div.bk-Checkbox", has_text="Grey out the halo")
+    checkbox.locator(".bk-label").click()
+    expect(checkbox.locator("input")).to_be_checked()
+    expect(page.locator(".tabulator-col-title", has_text="halo")).to_have_count(1, timeout=TIMEOUT_MS)  # the server heard it
+    checkbox.locator(".bk-label").click()
+    expect(checkbox.locator("input")).not_to_be_checked()
+
+
 def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
     open_app(page, server.url)
     upload = page.locator("input.filepond--browser")

@@ -39,7 +39,7 @@ def test_a_url_opens_a_sample_with_its_parameters_and_a_bad_one_says_why(page: P
     page.wait_for_timeout(1000)
     assert view.screenshot() != picture, "the 2-D view was not recoloured"
     open_app(page, f"{server.url}/?dc=abc")
-    expect(page.get_by_text("The URL's parameters were not used: dc must be a number, got 'abc'")).to_be_visible()
+    expect(page.get_by_text("Opening the URL's parameters failed: dc must be a number, got 'abc'")).to_be_visible()
 
 
 def pick_top_three(page: Page) -> None:

@@ -281,7 +281,7 @@ def test_other_axes_a_lone_center_and_a_one_column_file_draw_without_warnings(pa
     page.evaluate("window.scrollTo(0, 0)")  # the button low in the sidebar scrolled the page
     (tmp_path / "one.csv").write_text("t\n" + "\n".join(f"{v:g}" for v in [*range(40), *range(100, 140)]) + "\n")
     page.locator("input.filepond--browser").set_input_files(tmp_path / "one.csv")
-    expect(data_set_info(page)).to_contain_text("one.csv: 80 points × 1 features", timeout=TIMEOUT_MS)
+    expect(data_set_info(page)).to_contain_text("one.csv: 80 points × 1 feature", timeout=TIMEOUT_MS)
     expect(page.get_by_label("2-D view: y")).to_have_value("input row")
     page.wait_for_timeout(2000)  # the redraws' warnings arrive
     assert not warnings, warnings[:3]
