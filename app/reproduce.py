@@ -58,7 +58,7 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
         dpc = studio.dpc
         args += ["--kernel", dpc.kernel] if dpc.kernel != "cutoff" else []
         args += ["--dc-percent", _exact(dpc.dc_percent)] if dpc.dc_percent is not None else ["--dc", _exact(dpc.dc)]
-        centers = _file_centers(dataset, dpc.centers) if dpc.centers_picked else []
+        centers = _file_centers(dataset, dpc.model.chosen_centers_) if dpc.centers_picked else []  # the engine adds the densest
         if len(centers):
             args += ["--centers", ",".join(str(int(c)) for c in centers) + ("," if len(centers) == 1 else "")]
     elif studio.method == "dbscan":
@@ -103,7 +103,8 @@ def session_document(studio: Studio) -> dict:
     if studio.dpc.loaded:
         dpc = studio.dpc
         document["dpc"] = {"kernel": dpc.kernel, "dc": float(dpc.dc), "dc_percent": dpc.dc_percent,
-                           "centers": [int(c) for c in dpc.centers] if dpc.centers_picked else None}  # fmt: skip
+                           # as chosen: the densest point, a center at every dc, is not made a pick that a dc change keeps
+                           "centers": [int(c) for c in dpc.model.chosen_centers_] if dpc.centers_picked else None}  # fmt: skip
     if studio.dbscan.loaded:
         document["dbscan"] = {"eps": float(studio.dbscan.eps), "min_samples": studio.dbscan.min_samples}
     if studio.hdbscan.loaded:

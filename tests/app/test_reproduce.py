@@ -241,7 +241,9 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
     apply_session(studio, document, cache)
     assert (studio.dataset.name, studio.method, studio.dbscan.eps, studio.dbscan.min_samples) == ("moons", "dbscan", 0.15, 6)
     apply_session(studio, query_document("sample=moons&dc_percent=1&centers=5,900"), cache)
-    assert studio.method == "dpc" and studio.dpc.dc_percent == 1 and list(studio.dpc.centers[:2]) == [5, 900]
+    assert studio.method == "dpc" and studio.dpc.dc_percent == 1 and list(studio.dpc.centers) == [5, 900, 549]
+    # the densest point (549) is a center at every dc, not a pick: neither saved nor written as one
+    assert session_document(studio)["dpc"]["centers"] == [5, 900] and "--centers 5,900 " in command_line(studio)
     apply_session(studio, query_document("sample=blobs3d&features=x,z&standardize=1"), cache)
     assert studio.dataset.points.columns == ("x", "z") and studio.dataset.standardized
     apply_session(studio, query_document({"sample": ["blobs3d"]}), cache)  # as the server passes them
