@@ -129,8 +129,9 @@ class HDBSCANControls:
         self.selection.value = state.selection
         rule = "your clicks" if state.hand_picked else "the rule"
         clusters, noise = len(state.model.selected_clusters_), int((state.model.labels_ < 0).sum())
-        self.picked.object = (f"{counted(clusters, 'cluster')}, chosen by {rule} ({counted(noise, 'noise point')}). Click a branch of the condensed tree to select it (its sub- "
-                              "and super-clusters leave) or deselect it.")  # fmt: skip
+        self.picked.object = (f"{counted(clusters, 'cluster')}, chosen by {rule} ({counted(noise, 'noise point')}). "
+                              "Click a branch of the condensed tree to select it (its sub- and super-clusters leave) "
+                              "or deselect it.")  # fmt: skip
         self.back_to_rule.visible = state.hand_picked
 
     def _set(self, **change) -> None:
