@@ -24,7 +24,7 @@ METHODS = ("dpc", "dbscan", "hdbscan")
 
 EXIT_BAD_INPUT = 2
 SCHEDULER_TIMEOUT = 10  # seconds to reach a --scheduler before giving up
-# `cluster`'s options that only some clusterings read: one given where it is not read is said to be ignored
+# options that only some clusterings read (`stream`'s is DPC's): one given where it is not read is said to be ignored
 READ_WHEN = {
     "eps": ("--method dbscan", lambda args: args.method == "dbscan"),
     "neighbors": ("--method dbscan", lambda args: args.method == "dbscan"),
@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     # the base fit's centers are kept and updated batch by batch; auto would recompute the topography every batch
     _density_options(stream, centers_default="gamma")
     _output_options(stream, "print one JSON object per batch (the base fit first) instead of the table")
-    stream.set_defaults(run=_stream)
+    stream.set_defaults(run=_stream, command=stream, method="dpc")
 
     bench = commands.add_parser("bench", help="time the engine against baselines in the same run and print a table")
     bench.add_argument("--method", choices=("dpc", "dbscan"), default="dpc",
@@ -234,8 +234,7 @@ def _at_rows(centers: dict, points) -> dict:
 def _cluster(args) -> int:
     if args.out:
         check_output_path(args.out)  # before the work, not after it
-    for name in _ignored_options(args):
-        print(f"warning: --{name.replace('_', '-')} is for {READ_WHEN[name][0]}; ignored", file=sys.stderr)
+    _warn_of_ignored_options(args)
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     args.centers = _at_rows(args.centers, points)
     started = time.perf_counter()
@@ -272,11 +271,13 @@ def _cluster(args) -> int:
     return 0
 
 
-def _ignored_options(args) -> list[str]:
-    """The options of ``cluster`` given other values than their defaults where the clustering asked for does not
-    read them (``READ_WHEN``)."""
+def _warn_of_ignored_options(args) -> None:
+    """A warning for each option given another value than its default where the clustering asked for does not read
+    it (``READ_WHEN``)."""
     defaults = vars(args.command.parse_args(["--", args.input]))  # every option at its default, parsed as given ones are
-    return [name for name, (_, read) in READ_WHEN.items() if getattr(args, name) != defaults[name] and not read(args)]
+    for name, (reader, read) in READ_WHEN.items():
+        if name in defaults and getattr(args, name) != defaults[name] and not read(args):
+            print(f"warning: --{name.replace('_', '-')} is for {reader}; ignored", file=sys.stderr)
 
 
 def _stream(args) -> int:
@@ -284,6 +285,7 @@ def _stream(args) -> int:
         raise ValueError(f"--batch must be at least 1, got {args.batch}")
     if args.out:
         check_output_path(args.out)
+    _warn_of_ignored_options(args)
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
     n = points.values.shape[0]
     kind, amount = args.base

@@ -66,8 +66,9 @@ def lasso_started_outside_the_frame_ignored(doc: Document) -> None:
 CHECKBOX_LABELS_CLICKABLE = """
 if (!window._dpstudio_labels_clickable) {
   const box_of = (event) => {
-    const label = event.composedPath()[0]
-    const box = label instanceof HTMLElement && label.classList.contains("bk-label") ? label.previousElementSibling : null
+    const label = event.composedPath()[0]  // a real <label> toggles its box itself: left alone, or it would toggle twice
+    const bare = label instanceof HTMLElement && label.classList.contains("bk-label") && label.closest("label") == null
+    const box = bare ? label.previousElementSibling : null
     return box instanceof HTMLInputElement && box.type === "checkbox" ? [label, box] : null
   }
   document.addEventListener("click", (event) => { const found = box_of(event); if (found && !found[1].disabled) found[1].click() })

@@ -181,7 +181,8 @@ class StudioPage:
         self.x_axis = pn.widgets.Select.from_param(self.studio.param.x_axis, name="2-D view: x")
         self.y_axis = pn.widgets.Select.from_param(self.studio.param.y_axis, name="2-D view: y")
         # offered where scikit-learn is installed (dpstudio[embed])
-        self.embed = pn.widgets.Button(name="t-SNE view of the features", visible=importlib.util.find_spec("sklearn") is not None)
+        self.embed = pn.widgets.Button(name="t-SNE view of the features", visible=importlib.util.find_spec("sklearn") is not None,
+                                       description="A t-SNE embedding of two features or more, computed once per data set")  # fmt: skip
         self.method = pn.widgets.RadioButtonGroup(name="Method", options=METHOD_NAMES, **CHOICE_STYLE)
         self.dbscan = DBSCANControls(self.studio.dbscan, self.dbscan_plots, self._start, self.follow)
         self.hdbscan = HDBSCANControls(self.studio.hdbscan, self.tree_plot, self._start)

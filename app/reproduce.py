@@ -58,9 +58,9 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
         dpc = studio.dpc
         args += ["--kernel", dpc.kernel] if dpc.kernel != "cutoff" else []
         args += ["--dc-percent", _exact(dpc.dc_percent)] if dpc.dc_percent is not None else ["--dc", _exact(dpc.dc)]
-        centers = _file_centers(dataset, dpc.model.chosen_centers_) if dpc.centers_picked else []  # the engine adds the densest
-        if len(centers):
-            args += ["--centers", ",".join(str(int(c)) for c in centers) + ("," if len(centers) == 1 else "")]
+        if dpc.centers_picked:  # as chosen: the engine adds the densest point; none chosen (Clear) is written ","
+            centers = _file_centers(dataset, dpc.model.chosen_centers_)
+            args += ["--centers", ",".join(str(int(c)) for c in centers) + ("," if len(centers) <= 1 else "")]
     elif studio.method == "dbscan":
         dbscan = studio.dbscan
         args += ["--method", "dbscan", "--eps", _exact(dbscan.eps), "--min-samples", str(dbscan.min_samples)]
@@ -334,8 +334,8 @@ def _checked(document: dict) -> dict:
         for name in ("dc", "dc_percent"):
             if dpc.get(name) is not None:
                 _positive(name, dpc[name])
-        if dpc.get("centers") is not None and not (_whole_numbers(dpc["centers"]) and dpc["centers"]):
-            raise ValueError("centers must be a list of point indices (null for the automatic clusters)")
+        if dpc.get("centers") is not None and not _whole_numbers(dpc["centers"]):
+            raise ValueError("centers must be a list of point indices (null for the automatic clusters, [] for Clear's one cluster)")
     if (dbscan := document.get("dbscan")) is not None:
         if dbscan.get("eps") is not None:
             _positive("eps", dbscan["eps"])

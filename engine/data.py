@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import itertools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,6 +300,8 @@ def check_output_path(path: str | Path) -> Path:
         raise DataError(f"cannot write '{path.suffix or path.name}': use a .csv or .parquet file name")
     if not path.parent.exists():
         raise DataError(f"folder not found: {path.parent}")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise DataError(f"cannot write {path}: permission denied")
     return path
 
 

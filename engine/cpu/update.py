@@ -4,8 +4,8 @@ and the queries that an update of rho and delta needs, for a few points instead 
 The tree: a new point is routed top-down to the child whose ball it enlarges least, and every ball on its way
 grows to hold it, so every node's ball stays a valid bound. It joins the end of its leaf's run; the runs after it
 shift (one pass over the arrays, cheaper than any search). A leaf pushed past LEAF_SIZE points hands its points to
-the smallest enclosing subtree with room, which is rebuilt as a fresh VP-tree of the same height; when the whole
-tree is full, every leaf is split in two first (the tree grows a level, GDPC's way). A deleted point leaves its leaf's run; balls keep their size (still
+the smallest enclosing subtree with room (at most ROOM points per leaf), which is rebuilt as a fresh VP-tree of the
+same height; where only the root's would do, every leaf is split in two first (the tree grows a level, GDPC's way). A deleted point leaves its leaf's run; balls keep their size (still
 valid bounds) and the tree is rebuilt smaller once it holds fewer than a quarter of its capacity.
 """
 

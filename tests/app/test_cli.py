@@ -183,13 +183,21 @@ def test_options_the_method_does_not_read_are_named_in_a_warning():
     path = sample_data.path("moons")
     ignored = dpstudio("cluster", path, "--method", "dbscan", "--dc", "0.5", "--kernel", "gaussian", "--min-samples", "4", "--json")
     assert ignored.returncode == 0, ignored.stderr
-    assert ignored.stderr.splitlines() == ["warning: --dc is for --method dpc; ignored", "warning: --kernel is for --method dpc; ignored"]
+    assert warnings(ignored) == ["warning: --dc is for --method dpc; ignored", "warning: --kernel is for --method dpc; ignored"]
     assert json.loads(ignored.stdout)["min_samples"] == 4
     dpc = dpstudio("cluster", path, "--eps", "0.3", "--centers", "gamma", "--noise", "--dc-percent", "2", "--json")
-    assert dpc.stderr.splitlines() == ["warning: --eps is for --method dbscan; ignored",
-                                       "warning: --noise is for --method dpc with --centers auto; ignored"]  # fmt: skip
+    assert warnings(dpc) == ["warning: --eps is for --method dbscan; ignored",
+                             "warning: --noise is for --method dpc with --centers auto; ignored"]  # fmt: skip
     read = dpstudio("cluster", path, "--method", "hdbscan", "--min-samples", "3", "--selection", "leaf", "--json")
-    assert read.returncode == 0 and read.stderr == ""
+    assert read.returncode == 0 and warnings(read) == []
+    stream = dpstudio("stream", path, "--noise", "--significance", "9", "--json")  # its centers: gamma by default
+    assert warnings(stream) == ["warning: --significance is for --method dpc with --centers auto; ignored",
+                                "warning: --noise is for --method dpc with --centers auto; ignored"]  # fmt: skip
+
+
+def warnings(result) -> list[str]:
+    """The lines of a run's stderr that warn of an option (not another library's warnings)."""
+    return [line for line in result.stderr.splitlines() if line.startswith("warning: --")]
 
 
 def test_version():

@@ -49,6 +49,9 @@ def test_the_copied_command_gives_the_pages_clusters_for_each_method(studio, tmp
     line = command_line(studio)
     assert "--dc " in line and "--centers " in line
     np.testing.assert_array_equal(run_command(line, tmp_path), studio.labels())
+    dpc.clear()  # no center chosen: one cluster, not the command's default (the automatic clusters)
+    assert "--centers , " in command_line(studio)
+    np.testing.assert_array_equal(run_command(command_line(studio), tmp_path), studio.labels())
     studio.set_method("dbscan")
     studio.dbscan.set_eps(float(studio.dbscan.eps) * 0.8)
     np.testing.assert_array_equal(run_command(command_line(studio), tmp_path), studio.labels())
@@ -92,6 +95,9 @@ def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
     assert (fresh.dpc.kernel, fresh.dpc.dc, fresh.dbscan.eps, fresh.hdbscan.hand_picked) == ("gaussian", studio.dpc.dc, 0.4, True)
     assert json.loads(saved) == json.loads(session_json(fresh))
     assert not fresh.dpc.can_undo  # Undo starts from the session loaded: no way back to its steps on the way
+    studio.dpc.clear()  # Clear's choice of no center comes back as one cluster
+    apply_session(fresh, read_session(session_json(studio)), cache)
+    assert fresh.dpc.centers_picked and fresh.dpc.model.labels_.max() == 0
     fresh.close()
 
 
@@ -214,7 +220,6 @@ def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, mes
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": [1]}', "dpc must be an object of its parameters"),
         ('{"dpstudio_session": 1, "dataset": {"standardized": "yes"}, "method": "dpc"}', "standardized must be true or false"),
         ('{"dpstudio_session": 1, "dataset": {"n_points": "2300"}, "method": "dpc"}', "n_points must be a whole number"),
-        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centers": []}}', "centers must be a list"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, '
          '"selection": "median"}}', "selection must be one of eom, leaf, got 'median'"),
     ],

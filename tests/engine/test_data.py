@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine import DataError, DensityPeaks, read_table, to_points, write_labels
+from dpstudio.engine.data import check_output_path
 from dpstudio.engine.data import with_dropped_rows
 
 
@@ -192,3 +193,11 @@ def test_write_labels_roundtrip_and_errors(tmp_path):
         write_labels(tmp_path / "o.json", table)
     with pytest.raises(DataError, match="folder not found"):
         write_labels(tmp_path / "missing" / "o.csv", table)
+    with pytest.raises(DataError, match="is a folder; give a file name"):
+        write_labels(tmp_path, table)
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setattr("os.access", lambda path, mode: False)  # a folder of another user's (root may write anywhere)
+    with pytest.raises(DataError, match="permission denied"):
+        check_output_path(tmp_path / "o.csv")

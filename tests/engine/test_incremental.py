@@ -235,7 +235,8 @@ def test_an_overflowing_leaf_rebuilds_a_subtree_only(backend, rng):
     assert_valid_tree(indexed.index, np.concatenate((points[: LEAF_SIZE * 40], crowd)))
     # 40 leaves' points in 64 leaves, then 3 more at one spot: the smallest subtree with room (at most 3/4 full) is
     # half the tree; the other half's leaves keep their points
-    assert sum(a == b for a, b in zip(before, leaf_sets(indexed.index))) == 32
+    kept = {j for j, (a, b) in enumerate(zip(before, leaf_sets(indexed.index))) if a == b}
+    assert kept in (set(range(32)), set(range(32, 64)))
 
 
 def test_neighbour_products_are_recomputed_after_an_update(backend, rng):
