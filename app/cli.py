@@ -144,7 +144,7 @@ def _density_options(parser, centers_default: str = "auto") -> None:
     parser.add_argument(
         "--centers", default=centers_default, type=_centers,
         help="auto (the density topography) | gamma (largest gamma drop) | K (the K largest gamma) | "
-             f"RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (the input's rows; one row: 'i,'); default {centers_default}",
+             f"RHO_MIN:DELTA_MIN (either may be empty) | i,j,k (the input's rows; one row: 'i,', none: ','); default {centers_default}",
     )  # fmt: skip
     parser.add_argument("--significance", type=float, default=SIGNIFICANCE,
                         help=f"--centers auto: how many errors a density peak must stand above its saddle (default {SIGNIFICANCE:g}; "
