@@ -105,6 +105,9 @@ def session_document(studio: Studio) -> dict:
         document["dpc"] = {"kernel": dpc.kernel, "dc": float(dpc.dc), "dc_percent": dpc.dc_percent,
                            # as chosen: the densest point, a center at every dc, is not made a pick that a dc change keeps
                            "centers": [int(c) for c in dpc.model.chosen_centers_] if dpc.centers_picked else None}  # fmt: skip
+        picks = dpc.picks
+        if picks is not None and (picks.kernel, picks.dc) != (dpc.kernel, dpc.dc):  # followed here from where they were picked
+            document["dpc"]["picked_at"] = {"kernel": picks.kernel, "dc": float(picks.dc), "centers": [int(c) for c in picks.centers]}
     if studio.dbscan.loaded:
         document["dbscan"] = {"eps": float(studio.dbscan.eps), "min_samples": studio.dbscan.min_samples}
     if studio.hdbscan.loaded:
@@ -274,8 +277,10 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
     if dataset.get("n_points") not in (None, n):
         raise ValueError(f"this session is of {dataset.get('n_points')} points; {shown.name} has {n}")
     dpc = document.get("dpc")
-    if dpc is not None and dpc.get("centers") is not None and any(not 0 <= c < n for c in dpc["centers"]):
-        raise ValueError(f"a center index is out of range for {n} points")
+    picked_at = None if dpc is None else dpc.get("picked_at")
+    for centers in ([] if dpc is None else [dpc.get("centers"), picked_at and picked_at["centers"]]):
+        if centers is not None and any(not 0 <= c < n for c in centers):
+            raise ValueError(f"a center index is out of range for {n} points")
     if shown is not studio.dataset:
         studio.load(shown, progress=progress)
     if dpc is not None:
@@ -290,7 +295,12 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
             studio.dpc.set_dc(dpc["dc"], kernel=dpc["kernel"], progress=progress)
         elif dpc["kernel"] != studio.dpc.kernel:  # a kernel alone (a URL's): the dc rule shown, with that kernel
             studio.dpc.set_dc(kernel=dpc["kernel"], progress=progress)
-        if dpc.get("centers") is not None:
+        if picked_at is not None:  # picked at another dc: picked there again, then followed to this one as before
+            shown_dc = {"dc_percent": dpc["dc_percent"]} if dpc.get("dc_percent") is not None else {"dc": studio.dpc.dc}
+            studio.dpc.set_dc(picked_at["dc"], kernel=picked_at["kernel"], progress=progress)
+            studio.dpc.choose(picked_at["centers"])
+            studio.dpc.set_dc(**shown_dc, kernel=dpc["kernel"], progress=progress)
+        elif dpc.get("centers") is not None:
             studio.dpc.choose(dpc["centers"])
     if (dbscan := document.get("dbscan")) is not None:
         studio.set_method("dbscan", progress=progress)
@@ -336,6 +346,10 @@ def _checked(document: dict) -> dict:
                 _positive(name, dpc[name])
         if dpc.get("centers") is not None and not _whole_numbers(dpc["centers"]):
             raise ValueError("centers must be a list of point indices (null for the automatic clusters, [] for Clear's one cluster)")
+        if (picked_at := dpc.get("picked_at")) is not None:
+            if not isinstance(picked_at, dict) or picked_at.get("kernel") not in KERNELS or not _whole_numbers(picked_at.get("centers")):
+                raise ValueError("picked_at must be the picks' kernel, dc and centers (point indices)")
+            _positive("picked_at's dc", picked_at.get("dc"))
     if (dbscan := document.get("dbscan")) is not None:
         if dbscan.get("eps") is not None:
             _positive("eps", dbscan["eps"])

@@ -210,6 +210,11 @@ class ClusteringSession(MethodState):
         with param.edit_constant(self):
             self.pending_centers = 0
 
+    @property
+    def picks(self) -> Picks | None:
+        """The centers as picked, with the (kernel, dc) they were picked at (None: the automatic clusters)."""
+        return self._picks
+
     def replace_history(self, history: list) -> list:
         """Put ``history`` in place of the undo history, and return the one it replaces (a loaded session starts its
         own, as a loaded data set does; one refused part way gets the old one back)."""

@@ -1,8 +1,10 @@
 """The dc sweep: Density Peaks at many dc values on the shared index, for the sensitivity view.
 
-Each dc is clustered on its own, from its suggested centers (never from the picks of another dc), so the result
-depends only on the set of dc values, not on the order they were visited in; and with ``cache=False`` so the
-sweep does not push the user's recent dc values out of the index's cache.
+Each dc is clustered on its own, from the centers the largest-gamma-drop rule suggests at that dc (never from the
+picks of another dc; not from the automatic clusters, whose kNN density does not depend on dc, so a sweep of them
+was flat whatever the data), so the result depends only on the set of dc values, not on the order they were
+visited in; and with ``cache=False`` so the sweep does not push the user's recent dc values out of the index's
+cache.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def sweep_dcs(indexed: IndexedPoints, count: int = SWEEP_DCS) -> np.ndarray:
 def dc_sweep(indexed: IndexedPoints, kernel: str, dcs, progress: Progress | None = None) -> DcSweep:
     """Cluster at every dc of ``dcs`` (any order; the result is sorted by dc)."""
     dcs = np.unique(np.asarray(dcs, np.float64))
-    model = DensityPeaks(dc=float(dcs[0]), kernel=kernel).fit(indexed)  # the one dc the sweep leaves in the cache
+    model = DensityPeaks(dc=float(dcs[0]), kernel=kernel, suggest="gamma").fit(indexed)  # the one dc it leaves in the cache
     clusters, halo, labels = [], [], np.empty((dcs.size, indexed.n_points), np.int8)
     for i, dc in enumerate(dcs):
         if progress:

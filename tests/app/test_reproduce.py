@@ -101,6 +101,24 @@ def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
     fresh.close()
 
 
+def test_a_saved_session_keeps_the_dc_its_centers_were_picked_at(cache):
+    """Picks followed to another dc were saved as that dc's centers: back at the dc they were picked at, the loaded
+    page gave another clustering than the one it was saved from (4 clusters for 8)."""
+    studio, fresh = Studio(), Studio()
+    studio.load(cache.sample("noisy"))
+    fresh.load(cache.sample("blobs"))
+    studio.dpc.pick_count(8)
+    studio.dpc.set_dc(studio.dpc.dc * 2.5)  # the picks followed there
+    apply_session(fresh, read_session(session_json(studio)), cache)
+    np.testing.assert_array_equal(fresh.dpc.model.labels_, studio.dpc.model.labels_)
+    for session in (studio, fresh):
+        session.dpc.set_dc(dc_percent=2.0)  # back where they were picked
+    np.testing.assert_array_equal(fresh.dpc.model.labels_, studio.dpc.model.labels_)
+    assert len(fresh.dpc.centers) == 8
+    studio.close()
+    fresh.close()
+
+
 def assert_same_session(fresh, studio):
     """The same points (values and file rows, in order) and the same DPC results and centers."""
     for name in ("values", "rows"):
@@ -216,6 +234,9 @@ def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, mes
         ('{"dpstudio_session": 1, "dataset": {}, "method": "kmeans"}', "method must be one of"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "dc": -1}}', "dc must be a finite positive"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centers": [1.5]}}', "centers must be a list"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "picked_at": {"kernel": "cutoff", '
+         '"dc": 0, "centers": [1]}}}', "picked_at's dc must be a finite positive number"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "picked_at": [1]}}', "picked_at must be"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dbscan", "dbscan": {"eps": 1, "min_samples": 0}}', "min_samples must be a whole number >= 1"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": [1]}', "dpc must be an object of its parameters"),
         ('{"dpstudio_session": 1, "dataset": {"standardized": "yes"}, "method": "dpc"}', "standardized must be true or false"),
