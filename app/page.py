@@ -250,7 +250,9 @@ class StudioPage:
                                                 sizing_mode="stretch_width")  # fmt: skip
         self.copy_command = pn.widgets.Button(name="Copy as command")
         self.copy_command.js_on_click(args={"source": self.command}, code="navigator.clipboard.writeText(source.value)")
-        self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
+        # sticky: an error answers a control that may be far down the page, and it stays in view while scrolled there
+        self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width",
+                                   styles={"position": "sticky", "top": "0", "z-index": "10"})
         self.pointed_note = pn.pane.Markdown(POINT_AT, css_classes=["dp-status"])
         self._last_pointed: tuple[Dataset, int] | None = None  # the point whose facts the note gives
         self.selected_note = pn.pane.Markdown(css_classes=["dp-status"])
@@ -310,7 +312,7 @@ class StudioPage:
         self.clear.on_click(lambda e: self._start("Relabelling", session.clear, redraw=True))
         self.undo.on_click(lambda e: self._start("Relabelling", session.undo, redraw=True))
         self.accept.on_click(lambda e: self._start("Relabelling", session.confirm, redraw=True))
-        self.cancel.on_click(lambda e: session.cancel())
+        self.cancel.on_click(self._cancel_choice)
         self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry, redraw=True))
         self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds, redraw=True))
         session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel", "log_axes"])
@@ -757,6 +759,12 @@ class StudioPage:
         count = len(self.session.centers) if self.session.loaded else None
         if count is not None and count != self._centers_counted:
             self._centers_counted = self.n_clusters.value = count
+
+    def _cancel_choice(self, event) -> None:
+        """The centers stay as they were, and so does the number-of-clusters box (it kept the count refused)."""
+        self.session.cancel()
+        if self.session.loaded:
+            self._centers_counted = self.n_clusters.value = len(self.session.centers)
 
     def _dc_moved(self, event) -> None:
         """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box

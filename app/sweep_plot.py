@@ -21,6 +21,8 @@ SERIES = (("clusters", "Suggested clusters", "#1f77b4"), ("halo", "Halo fraction
 # past 1 (it read 0 to 2 when every ARI was 1)
 ARI_TOP = 1.05
 ARI = hv.Dimension("ari", soft_range=(-0.05, ARI_TOP))
+# a fraction is never negative: its axis starts at 0 (it ran -1 to 1 when every fraction was 0)
+HALO = hv.Dimension("halo", range=(0, None), soft_range=(0, 0.05))
 
 
 def dc_at(dcs: np.ndarray, x: float) -> float:
@@ -40,7 +42,7 @@ class SweepPlot:
             lambda *events: (session.sweep is not None or any(e.name == "sweep" for e in events)) and watched.event(),
             ["revision", "sweep"])  # fmt: skip
         layer = lambda draw: hv.DynamicMap(lambda counter: draw(self._frame()), streams=[watched])  # noqa: E731
-        values = {column: ARI if column == "ari" else column for column, _, _ in SERIES}
+        values = {"clusters": "clusters", "halo": HALO, "ari": ARI}
         self.points = {column: layer(lambda frame, c=values[column]: hv.Scatter(frame, "dc", [c, "clusters"])) for column, _, _ in SERIES}
         self.curves = [
             (layer(_plateaus) * layer(lambda frame, c=values[column]: hv.Curve(frame, "dc", c)) * self.points[column]

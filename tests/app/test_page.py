@@ -251,6 +251,11 @@ def test_the_number_of_clusters_box_shows_how_many_centers_there_are(cache):
     assert page.n_clusters.value == 2
     page.session.clear()  # the densest point's one cluster
     assert page.n_clusters.value == len(page.session.centers) == 1
+    page.n_clusters.value = 2300  # typed, then Pick top γ asks first, and the choice is cancelled: the box kept 2300
+    page.session.pick_count(2300)
+    assert page.session.pending_centers == 2300
+    page.cancel.clicks += 1
+    assert page.session.pending_centers == 0 and page.n_clusters.value == len(page.session.centers) == 1
     page.close()
 
 

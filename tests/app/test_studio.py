@@ -263,6 +263,7 @@ def test_the_sweep_runs_on_the_session_and_compares_with_its_clustering(studio, 
     assert [figure.toolbar.active_scroll for figure in figures] == [None] * 3
     assert frame["ari"].min() > 0.9  # the blobs' clusterings nearly alike: the ARI axis read 0 to 2 at 1 everywhere
     assert (figures[2].y_range.start, figures[2].y_range.end) == (-0.05, 1.05)
+    assert figures[1].y_range.start == 0  # the halo fraction's axis: it ran -1 to 1 when every fraction was 0
     first = plot._frame()
     studio.dpc.run_sweep()  # again: the plot's frame is made for the new sweep (comparing the two sweeps raised)
     pd.testing.assert_frame_equal(plot._frame(), first)

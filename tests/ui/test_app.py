@@ -271,6 +271,21 @@ def test_junk_an_emptied_box_and_a_refused_dc_leave_the_rule_the_box_and_the_sli
     page.wait_for_function("([handle, at]) => handle.style.transform === at", arg=[handle.element_handle(), at], timeout=TIMEOUT_MS)
 
 
+def test_a_refused_percent_is_said_in_view_of_its_box(page: Page, server):
+    """The message went to the top of the page, out of sight of a box far down the sidebar: the percent seemed to
+    be put back without a word."""
+    open_app(page, server.url)
+    percent_field(page).scroll_into_view_if_needed()
+    page.mouse.wheel(0, 600)  # the page's top out of view
+    type_into(percent_field(page), "150")
+    alert = page.locator(".alert", has_text="Changing dc failed")
+    expect(alert).to_contain_text("dc_percent must be in (0, 100), got 150", timeout=TIMEOUT_MS)
+    assert page.evaluate("window.scrollY") > 0
+    top = alert.bounding_box()["y"]
+    assert 0 <= top < 100, top  # at the top of the window, not of the page
+    expect(percent_field(page)).to_have_value("2")
+
+
 def test_a_number_of_clusters_of_0_is_refused_by_name(page: Page, server):
     """The box's lower bound made the browser keep a typed 0 and send nothing: Pick top γ used the old number."""
     open_app(page, server.url)
