@@ -400,8 +400,9 @@ class StudioPage:
             "hdbscan": Deferred(lambda: [_plot_pane(self.tree_plot.plot(), "condensed-tree")]),
         }
         self.sweep_curves = Deferred(lambda: [
-            pn.pane.Markdown("Each dc clustered from its own suggested centers; shaded: plateaus (stable choices). "
-                             "Click a point to go to that dc.", css_classes=["dp-status"]),
+            pn.pane.Markdown("Each dc clustered by the largest-γ-drop rule at that dc (the automatic clusters do not "
+                             "change with dc); shaded: plateaus (stable choices). Click a point to go to that dc.",
+                             css_classes=["dp-status"]),
             *(_plot_pane(plot, "dc-sweep") for plot in self.sweep_plot.curves),
         ])
         self.eps_curves = Deferred(lambda: [_plot_pane(plot, "eps-curves") for plot in self.dbscan_plots.sensitivity()])
