@@ -61,7 +61,9 @@ def test_sampled_estimate_within_documented_error(rng):
     points = blobs(rng, 3000).astype(np.float32)  # 4.5 M pairs: sampled
     p = 0.02
     achieved = fraction_closer(points, dc_from_percent(points, 100 * p))
-    assert abs(achieved - p) <= 3 * np.sqrt(p * (1 - p) / SAMPLE_PAIRS) + 1e-6
+    # the README's +-2.1% is 3 sigma of the pairs' sampling, which one fresh draw in 370 exceeds (seed 3988514451: 3.5
+    # sigma; 25 seeds gave a mean of 0.03 sigma, no bias): 5 sigma fails for a real error, not for a rare draw
+    assert abs(achieved - p) <= 5 * np.sqrt(p * (1 - p) / SAMPLE_PAIRS) + 1e-6
 
 
 def test_duplicates_and_identical_points():
