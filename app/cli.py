@@ -20,6 +20,8 @@ from dpstudio.engine.distributed import PROTOCOLS, local_cluster
 from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice, describe_changes
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
+from .wording import counted
+
 METHODS = ("dpc", "dbscan", "hdbscan")
 
 EXIT_BAD_INPUT = 2
@@ -348,7 +350,7 @@ def _workers(client) -> str:
         return ""
     workers = client.nthreads()
     threads = sum(workers.values())
-    return f", rho and delta on {len(workers)} Dask worker{'s' * (len(workers) != 1)} ({threads} thread{'s' * (threads != 1)})"
+    return f", rho and delta on {counted(len(workers), 'Dask worker')} ({counted(threads, 'thread')})"
 
 
 def _stream_header(first: dict, points, n: int) -> str:

@@ -764,8 +764,8 @@ class StudioPage:
     def _cancel_choice(self, event) -> None:
         """The centers stay as they were, and so does the number-of-clusters box (it kept the count refused)."""
         self.session.cancel()
-        if self.session.loaded:
-            self._centers_counted = self.n_clusters.value = len(self.session.centers)
+        self._centers_counted = None  # shown again although the count did not change
+        self._show_centers()
 
     def _dc_moved(self, event) -> None:
         """A dc released on the slider or typed in its box; also a typed 0, refused like any dc <= 0: Panel's box
