@@ -54,6 +54,13 @@ def delta_parent(sq: np.ndarray, rho_values: np.ndarray) -> tuple[np.ndarray, np
     return delta, parent
 
 
+def with_densest(chosen, rho_values: np.ndarray) -> list[int]:
+    """The centers a labelling uses: the chosen ones in order, then the densest point (ties by the smaller index)
+    unless it was chosen, as every point's chain ends there."""
+    densest = int(np.lexsort((np.arange(len(rho_values)), -np.asarray(rho_values)))[0])
+    return [int(c) for c in chosen] + ([densest] if densest not in chosen else [])
+
+
 def gamma(rho_values: np.ndarray, delta: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """rho * delta, the densest point's delta (the one without a parent) capped at the largest of the others'."""
     capped = np.asarray(delta, np.float64).copy()
