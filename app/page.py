@@ -38,6 +38,7 @@ from .document import walk_held
 from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
+from .pointing import NothingInside
 from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
@@ -487,9 +488,8 @@ class StudioPage:
                 return False
             if asked_on is not None and asked_on is not self.studio.dataset.original:
                 if not keep_alert:
-                    self.alert.object = (f"**{label}** was not done: it was asked for on {asked_on.name}, "
-                                         "and another data set was loaded before it could run.")
-                    self.alert.visible = True
+                    self._say(f"**{label}** was not done: it was asked for on {asked_on.name}, "
+                              "and another data set was loaded before it could run.")
                 self._show_values_in_use()
                 return False
             if not keep_alert:
@@ -518,16 +518,22 @@ class StudioPage:
             except SessionEnded:  # only its finished parts were cached: every cache keeps only finished results
                 log.info("%s stopped: its browser had left", label)
                 return False
+            except NothingInside as exc:  # a lasso that missed: said as a note, and nothing changed
+                self._say(str(exc), "info")
+                return False
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was
                 log.info("%s failed: %s", label, exc, exc_info=not isinstance(exc, (ValueError, TypeError)))
-                self.alert.object = f"**{label} failed:** {exc}"
-                self.alert.visible = True
+                self._say(f"**{label} failed:** {exc}")
                 self._show_values_in_use()
                 return False
             finally:
                 if shown is not None:
                     shown.cancel()
                 activity.busy.visible = activity.progress.visible = False
+
+    def _say(self, text: str, alert_type: str = "danger") -> None:
+        """Show ``text`` in the alert at the top of the page: a failure ("danger"), or a note ("info")."""
+        self.alert.param.update(object=text, alert_type=alert_type, visible=True)
 
     @contextmanager
     def _worker_running(self):
@@ -561,7 +567,7 @@ class StudioPage:
         try:
             document = query_document(params)
         except ValueError as exc:
-            self.alert.object, self.alert.visible = f"**Opening the URL's parameters failed:** {exc}", True  # as in _start
+            self._say(f"**Opening the URL's parameters failed:** {exc}")
             return
         self._start("Opening the URL's parameters", self._apply_session, document, asked_on=None)
 

@@ -26,6 +26,7 @@ from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset
 from .method_state import MethodState
+from .pointing import NothingInside
 from .sweep import dc_sweep, sweep_dcs
 from .wording import short
 
@@ -233,7 +234,7 @@ class ClusteringSession(MethodState):
         model = self._require_data()
         chosen = model.choose_centers(**choice)
         if region and not len(chosen):
-            raise ValueError(f"no points selected: the {region} holds no point of the decision graph; the centers are unchanged")
+            raise NothingInside(f"Nothing selected: the {region} holds no point of the decision graph; the centers are unchanged.")
         picks = Picks.of(model, chosen, corner)
         if len(chosen) > CONFIRM_ABOVE:
             self._pending = picks

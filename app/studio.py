@@ -21,7 +21,7 @@ from .compare import adjusted_rand_index, contingency
 from .datasets import Dataset
 from .density_state import DBSCANState, HDBSCANState
 from .method_state import MethodState
-from .pointing import inside_lasso, nearest_point
+from .pointing import NothingInside, inside_lasso, nearest_point
 from .state import ClusteringSession
 
 METHODS = ("dpc", "dbscan", "hdbscan")
@@ -144,7 +144,7 @@ class Studio(param.Parameterized):
             raise ValueError("draw a lasso around the points to delete")
         inside = np.flatnonzero(inside_lasso(*self.plot_coordinates("view"), vertices))
         if not inside.size:
-            raise ValueError("no points inside the lasso: nothing was deleted")
+            raise NothingInside("Nothing deleted: the lasso holds no point.")
         self.edit(lambda model: model.delete(inside))
 
     def edit(self, change, order: np.ndarray | None = None) -> None:

@@ -87,7 +87,7 @@ def test_wrong_edits_say_why_and_change_nothing(cache, studio):
     studio.param.update(x_axis="PC1", y_axis="PC2")
     with pytest.raises(ValueError, match="shows the data's two features"):
         studio.add_point(0.0, 0.0)
-    with pytest.raises(ValueError, match="no points inside the lasso"):
+    with pytest.raises(ValueError, match="Nothing deleted: the lasso holds no point"):
         studio.delete_in_view(square_around(1e6, 1e6, 1.0))
     with pytest.raises(ValueError, match="draw a lasso"):
         studio.delete_in_view([(0.0, 0.0)])

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import holoviews as hv
+import numpy as np
 import pandas as pd
 import panel as pn
 import param
@@ -256,6 +257,26 @@ def test_the_number_of_clusters_box_shows_how_many_centers_there_are(cache):
     assert page.session.pending_centers == 2300
     page.cancel.clicks += 1
     assert page.session.pending_centers == 0 and page.n_clusters.value == len(page.session.centers) == 1
+    page.close()
+
+
+def test_a_lasso_that_misses_is_said_as_a_note_and_a_failure_after_it_as_an_error(cache, monkeypatch):
+    """An empty lasso said "Relabelling failed: no points selected" in red, as if something had broken."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    queued, loop = [], asyncio.new_event_loop()
+    monkeypatch.setattr(pn.state, "execute", queued.append)
+    centers = page.session.centers.copy()
+    page.plots.lasso.event(geometry=np.array([(-10, -10), (-9, -10), (-9, -9)]))  # far from every point of the graph
+    assert run_queued(loop, queued) == [False]
+    assert page.alert.visible and page.alert.alert_type == "info"
+    assert page.alert.object.startswith("Nothing selected: the lasso holds no point") and "failed" not in page.alert.object
+    assert (page.session.centers == centers).all()
+    queued.clear()
+    page.n_clusters.value = 0
+    page.pick.clicks += 1
+    assert run_queued(loop, queued) == [False]
+    assert page.alert.alert_type == "danger" and page.alert.object.startswith("**Relabelling failed:**")
     page.close()
 
 

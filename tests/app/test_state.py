@@ -78,7 +78,7 @@ def test_a_click_sets_the_papers_rectangle_on_linear_and_log_axes(session):
     session.set_dc(session.dc * 1.2)
     assert session.corner is None  # the rectangle belongs to the dc it was drawn at
     session.undo()
-    with pytest.raises(ValueError, match="no points selected: the rectangle holds no point"):
+    with pytest.raises(ValueError, match="Nothing selected: the rectangle holds no point"):
         session.select_corner(10 * np.log10(rho.max() + 1), 0.0)
 
 
@@ -192,7 +192,7 @@ def test_the_same_choice_again_is_no_undo_step(session):
 def test_an_empty_lasso_says_so_and_keeps_the_centers(session):
     before = (session.centers.copy(), session.revision)
     far_away = [(-10, -10), (-9, -10), (-9, -9)]
-    with pytest.raises(ValueError, match="no points selected"):
+    with pytest.raises(ValueError, match="Nothing selected: the lasso holds no point"):
         session.select_polygon(far_away)
     with pytest.raises(ValueError, match="polygon vertices must be finite"):
         session.select_polygon([(np.nan, 1), (2, 2), (3, 1)])

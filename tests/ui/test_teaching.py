@@ -159,7 +159,7 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     left = points_shown(info)
     page.wait_for_timeout(1000)  # the first one's redraw (its points are gone): a drag during it may be lost
     lasso(page, view, [(0.8, 0.16), (0.88, 0.16), (0.88, 0.24), (0.8, 0.24)])
-    expect(page.get_by_text("no points inside the lasso")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_text("Nothing deleted: the lasso holds no point")).to_be_visible(timeout=TIMEOUT_MS)
     assert points_shown(info) == left
     # choosing the data set again gives it back as it was
     page.locator("select").first.select_option("blobs")
