@@ -3,6 +3,10 @@ write it (1.18e6, 5.497e-7), not as Python's 1.18e+06; the kernels by the names 
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 KERNEL_NAMES = {"cutoff": "cut-off", "gaussian": "Gaussian"}
 
 
@@ -15,3 +19,16 @@ def short(value: float, digits: int = 4) -> str:
     text = f"{value:.{digits}g}"
     mantissa, exponent, power = text.partition("e")
     return f"{mantissa}e{int(power)}" if exponent else text
+
+
+def column_decimals(values, digits: int = 4, most: int = 6) -> int | None:
+    """The decimals that show a column's largest value to ``digits`` significant figures, one count for every row so
+    that they line up (0 for whole numbers); None where that would take more than ``most`` (tiny values, which
+    ``short`` writes in powers of ten)."""
+    values = np.asarray(values, np.float64)
+    values = values[np.isfinite(values)]
+    if not values.size or (values == np.round(values)).all():
+        return 0
+    largest = float(np.abs(values).max())
+    decimals = max(0, digits - 1 - math.floor(math.log10(largest)))
+    return decimals if decimals <= most else None

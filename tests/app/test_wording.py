@@ -1,4 +1,6 @@
-from dpstudio.app.wording import counted, short
+import numpy as np
+
+from dpstudio.app.wording import column_decimals, counted, short
 
 
 def test_a_count_of_one_takes_the_singular():
@@ -9,3 +11,13 @@ def test_numbers_are_written_as_the_plots_ticks_write_them():
     """The dc sweep's plateaus read "dc 1.18e+06 to 1.41e+07" beside axes reading 1e6 and 1e7."""
     assert [short(v, 3) for v in (1_180_000, 14_100_000, 0.118)] == ["1.18e6", "1.41e7", "0.118"]
     assert [short(v) for v in (5.497e-7, 0.5497, 123456.78, 2.0, -3.5e-12)] == ["5.497e-7", "0.5497", "1.235e5", "2", "-3.5e-12"]
+
+
+def test_a_columns_decimals_show_its_largest_value_to_four_figures_on_every_row():
+    assert column_decimals([84.6, 82.28, 3.0]) == 2  # Gaussian rho: 84.60 above 82.28, not 84.6
+    assert column_decimals([84.0, 12.0, 0.0]) == 0  # cut-off counts: whole numbers
+    assert column_decimals([1234.5, 0.5]) == 0
+    assert column_decimals([0.01234, 0.5]) == 4
+    assert column_decimals([-0.5, np.nan, np.inf]) == 4  # by magnitude; what is not finite has no say
+    assert column_decimals([1.5e-7, 2e-7]) is None  # tiny: too many decimals, shown in powers of ten
+    assert column_decimals([]) == 0

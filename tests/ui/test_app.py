@@ -286,6 +286,19 @@ def test_a_refused_percent_is_said_in_view_of_its_box(page: Page, server):
     expect(percent_field(page)).to_have_value("2")
 
 
+def test_the_tables_densities_line_up_on_one_count_of_decimals(page: Page, server):
+    """With the Gaussian kernel the rho column read 111.9 above 95.28 (four significant figures, so the decimals
+    varied); cut-off counts read 130.0."""
+    open_app(page, server.url)
+    rho = page.locator(f'{ROWS} .tabulator-cell[tabulator-field="rho"]')
+    expect(rho.first).to_have_text(re.compile(r"^\d+$"))  # counts are whole numbers
+    page.get_by_role("button", name="Gaussian").click()
+    expect(rho.first).to_have_text(re.compile(r"^\d+\.\d+$"), timeout=TIMEOUT_MS)
+    shown = rho.all_inner_texts()
+    assert len({len(text.partition(".")[2]) for text in shown}) == 1, shown
+    assert max(len(text.replace(".", "").lstrip("0")) for text in shown) == 4, shown
+
+
 def test_a_number_of_clusters_of_0_is_refused_by_name(page: Page, server):
     """The box's lower bound made the browser keep a typed 0 and send nothing: Pick top γ used the old number."""
     open_app(page, server.url)
