@@ -558,6 +558,8 @@ class StudioPage:
         # method's plots are drawn (seconds, the first time)
         self.player.pause()  # a step played meanwhile would show it again
         self.player.visible = self.step_note.visible = False
+        if method != "dpc":
+            self._pause_stream(method)
         self._start(f"Switching to {method.upper()}", self.studio.set_method, method)
 
     def open_query(self, params: dict[str, list[str]]) -> None:
@@ -651,10 +653,18 @@ class StudioPage:
             self._playing = None
 
     def _play_batch(self) -> None:
-        if self.streaming.remaining and self.studio.method == "dpc":
+        if self.studio.method != "dpc":  # another method shown by a session file or a URL
+            self._pause_stream(self.studio.method)
+        elif self.streaming.remaining:
             self.follow("Streaming", self.streaming.next_batch, self.batch_size.value)
         else:
             self.stream_play.value = False
+
+    def _pause_stream(self, method: str) -> None:
+        """Stop a stream playing, and say why beside its Play button: it plays into DPC's clustering only."""
+        if self.stream_play.value:
+            self.stream_play.value = False
+            self.stream_note.object += f"  \nPaused: {method.upper()} was chosen, and the stream plays into DPC's clustering; Play goes on."
 
     def _show_stream(self, *events) -> None:
         streaming, on = self.streaming, self.streaming.streamed is not None

@@ -230,6 +230,32 @@ def test_a_stream_played_behind_another_tab_asks_only_the_app_server(page: Page,
     assert not elsewhere, f"requests to other hosts than the app's server: {sorted(set(elsewhere))}"
 
 
+def test_a_stream_playing_when_another_method_is_chosen_pauses_and_says_so(page: Page, server):
+    """The stream plays into DPC's clustering: choosing DBSCAN stopped it, and back on DPC the Play button was up
+    again with no word of why."""
+    open_app(page, server.url)
+    info = blobs_info(page)
+    open_tab(page, "Edit & stream")
+    page.get_by_role("button", name="Start a stream").click()
+    expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="▶ Play").click()
+    expect(info).not_to_contain_text("230 points", timeout=TIMEOUT_MS)  # a batch went in
+    page.get_by_role("button", name="DBSCAN", exact=True).click()
+    expect(page.get_by_text("ε (type a value)")).to_be_visible(timeout=TIMEOUT_MS)  # DBSCAN's controls shown
+    page.wait_for_timeout(1500)  # more than a batch's period
+    paused = points_shown(info)
+    page.wait_for_timeout(2500)
+    assert points_shown(info) == paused  # no batch went in on DBSCAN's page
+    page.get_by_role("button", name="DPC", exact=True).click()
+    open_tab(page, "Edit & stream")
+    expect(page.get_by_text("Paused: DBSCAN was chosen, and the stream plays into DPC's clustering")).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(2500)
+    assert points_shown(info) == paused  # and it stays paused until Play
+    page.get_by_role("button", name="▶ Play").click()
+    expect(info).not_to_contain_text(f"{paused:,} points", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="▶ Play").click()  # stop
+
+
 def test_the_sidebar_tabs_are_as_tall_as_the_open_one(page: Page, server):
     """Panel's tabs keep a hidden tab's body in place, invisible: with every opened tab kept, the short Teach tab
     showed the Clusters tab's height of blank space under it, and the rest of the sidebar moved down."""
