@@ -13,7 +13,7 @@ from importlib.metadata import version
 import numpy as np
 
 from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
-from dpstudio.engine.data import check_output_path, with_dropped_rows
+from dpstudio.engine.data import check_output_path, constant_features_notice, with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
 from dpstudio.engine.distributed import PROTOCOLS, local_cluster
@@ -237,7 +237,7 @@ def _cluster(args) -> int:
     if args.out:
         check_output_path(args.out)  # before the work, not after it
     _warn_of_ignored_options(args)
-    points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
+    points = _points(args)
     args.centers = _at_rows(args.centers, points)
     started = time.perf_counter()
     with _dask_client(args) as client, _ProgressBars(enabled=not args.json and sys.stderr.isatty()) as progress:
@@ -273,6 +273,14 @@ def _cluster(args) -> int:
     return 0
 
 
+def _points(args):
+    """The input's points as the options ask, with a warning for features that take no part in the distances."""
+    points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
+    if notice := constant_features_notice(points.values, points.columns):
+        print(f"warning: {notice}", file=sys.stderr)
+    return points
+
+
 def _warn_of_ignored_options(args) -> None:
     """A warning for each option given another value than its default where the clustering asked for does not read
     it (``READ_WHEN``)."""
@@ -288,7 +296,7 @@ def _stream(args) -> int:
     if args.out:
         check_output_path(args.out)
     _warn_of_ignored_options(args)
-    points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
+    points = _points(args)
     n = points.values.shape[0]
     kind, amount = args.base
     n_base = max(2, min(n, int(amount) if kind == "rows" else round(n * amount / 100)))

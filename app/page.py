@@ -31,6 +31,7 @@ from panel.links import Callback
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError
+from dpstudio.engine.data import constant_features_notice
 
 from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
@@ -735,7 +736,10 @@ class StudioPage:
         points = dataset.points
         dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
         scaled = ", standardized" if dataset.standardized else ""
-        self.dataset_info.object = f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × {counted(len(points.columns), 'feature')}{scaled}{dropped}"
+        constant = constant_features_notice(points.values, points.columns)
+        self.dataset_info.object = (f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × "
+                                    f"{counted(len(points.columns), 'feature')}{scaled}{dropped}"
+                                    + (f"  \n⚠ {constant[0].upper()}{constant[1:]}." if constant else ""))  # fmt: skip
         self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []

@@ -238,6 +238,20 @@ def to_points(
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
+def constant_features_notice(values: np.ndarray, columns) -> str:
+    """A warning naming the features that hold one value on every row of ``values`` (N, d): they take no part in any
+    distance. Where none varies, every point is the same, and there is one cluster. Else an empty string."""
+    same = [name for name, low, high in zip(columns, values.min(axis=0), values.max(axis=0)) if low == high]
+    if not same:
+        return ""
+    if len(same) == len(columns):
+        return "no feature varies: every point is the same, so there is one cluster"
+    named = ", ".join(f"'{name}'" for name in same)
+    if len(same) == 1:
+        return f"feature {named} holds one value on every row: it takes no part in the distances"
+    return f"features {named} hold one value on every row: they take no part in the distances"
+
+
 def new_points(data, n_dims: int) -> np.ndarray:
     """Points to add to an index over ``n_dims`` features: a real, finite (m, n_dims) array, m >= 1 (one point may
     be a 1-D array of n_dims values), as float32."""

@@ -179,6 +179,19 @@ def test_a_dc_below_every_distance_is_warned_about(tmp_path):
     assert "warning: dc = 1e-09 is not above the smallest distance between points: every ρ is 0" in result.stderr
 
 
+def test_features_that_take_no_part_in_the_distances_are_warned_about(tmp_path):
+    """A constant feature gave one cluster with no word (every distance 0); one among others is harmless but named."""
+    moons = pd.read_csv(sample_data.path("moons"))
+    moons.assign(batch=3).to_csv(tmp_path / "with_constant.csv", index=False)
+    one = dpstudio("cluster", tmp_path / "with_constant.csv", "--json")
+    assert one.returncode == 0, one.stderr
+    assert "warning: feature 'batch' holds one value on every row: it takes no part in the distances" in one.stderr
+    assert json.loads(one.stdout)["n_clusters"] == json.loads(dpstudio("cluster", sample_data.path("moons"), "--json").stdout)["n_clusters"]
+    alone = dpstudio("stream", tmp_path / "with_constant.csv", "--columns", "batch", "--json")
+    assert alone.returncode == 0, alone.stderr
+    assert "warning: no feature varies: every point is the same, so there is one cluster" in alone.stderr
+
+
 def test_options_the_method_does_not_read_are_named_in_a_warning():
     path = sample_data.path("moons")
     ignored = dpstudio("cluster", path, "--method", "dbscan", "--dc", "0.5", "--kernel", "gaussian", "--min-samples", "4", "--json")

@@ -280,6 +280,20 @@ def test_a_lasso_that_misses_is_said_as_a_note_and_a_failure_after_it_as_an_erro
     page.close()
 
 
+def test_the_data_sets_line_warns_of_features_that_take_no_part_in_the_distances(cache, tmp_path):
+    """Choosing a constant feature gave one cluster with no word of why."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    assert "⚠" not in page.dataset_info.object
+    pd.read_csv(sample_data.path("moons")).assign(batch=3).to_csv(tmp_path / "batched.csv", index=False)
+    page.studio.load(cache.file(tmp_path / "batched.csv"))
+    assert page.dataset_info.object.endswith("\n⚠ Feature 'batch' holds one value on every row: it takes no part in the distances.")
+    page.studio.load(cache.features(page.studio.dataset, ["batch"], standardize=False))
+    assert page.dataset_info.object.endswith("\n⚠ No feature varies: every point is the same, so there is one cluster.")
+    assert len(page.studio.active.cluster_table()) == 1
+    page.close()
+
+
 def test_an_edited_samples_truth_note_says_where_the_truth_went(cache):
     """After a stream the colouring by ground truth was greyed out beside "No ground truth for this data set (the
     samples have one)", while the data set shown was a sample's."""

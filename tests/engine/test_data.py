@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine import DataError, DensityPeaks, read_table, to_points, write_labels
-from dpstudio.engine.data import check_output_path
+from dpstudio.engine.data import check_output_path, constant_features_notice
 from dpstudio.engine.data import with_dropped_rows
 
 
@@ -173,6 +173,20 @@ def test_standardize_gives_zero_mean_unit_spread(rng):
     np.testing.assert_allclose(points.std(axis=0), 1, atol=1e-5)
     constant = to_points(np.ones((5, 2)), standardize=True).values
     np.testing.assert_array_equal(constant, 0)
+
+
+def test_features_with_one_value_on_every_row_are_named(rng):
+    values = rng.normal(size=(50, 4)).astype(np.float32)
+    assert constant_features_notice(values, "abcd") == ""
+    values[:, 1] = 7.0
+    assert constant_features_notice(values, "abcd") == "feature 'b' holds one value on every row: it takes no part in the distances"
+    values[:, 3] = -0.0
+    values[0, 3] = 0.0  # equal to -0.0: no distance tells them apart
+    assert constant_features_notice(values, "abcd") == "features 'b', 'd' hold one value on every row: they take no part in the distances"
+    values[:, [0, 2]] = 1.5
+    assert constant_features_notice(values, "abcd") == "no feature varies: every point is the same, so there is one cluster"
+    values[-1, 2] = 1.5000001  # the smallest step float32 takes there is a difference
+    assert "'c'" not in constant_features_notice(values, "abcd")
 
 
 def test_arrays_and_frames_in_memory():
