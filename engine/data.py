@@ -118,25 +118,27 @@ def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
     return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
 
+SNIFFED_LINES = 200  # the lines that the separator and the decimal mark are guessed from
+
+
 def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:
     with _opened(source) as handle:
-        lines = [line.decode("utf-8", errors="replace") for line in itertools.islice((ln for ln in handle if ln.strip()), 2)]
+        lines = [line.decode("utf-8", errors="replace") for line in itertools.islice((ln for ln in handle if ln.strip()), SNIFFED_LINES)]
     if not lines:
         raise DataError(f"{name} has no rows")
-    first = lines[0]
+    first = lines[0] = lines[0].removeprefix("\ufeff")  # a byte order mark is no part of a header or a number
     if sep is None:  # .txt: whichever of tab, comma, semicolon the first line uses, else whitespace
         sep = next((s for s in ("\t", ",", ";") if s in first), r"\s+")
     elif sep == "," and "," not in first and ";" in first:  # a spreadsheet's export where the decimal mark is a comma
         sep = ";"
-    # with semicolons, numbers may have decimal commas ("-0,126;4,567"), as such exports write them
-    decimal = "," if sep == ";" and len(lines) > 1 and "," in lines[1] else "."
+    decimal = "," if sep in (";", "\t") and _decimal_commas([_fields(line, sep) for line in lines[1:]]) else "."
     fields = _fields(first, sep)
     if len(lines) > 1 and len(_fields(lines[1], sep)) > len(fields):  # pandas would take the first field for an index
         raise DataError(f"{name}: rows have more fields than the first line's {len(fields)}; is '{sep}' the separator?")
     has_header = not all(_is_number(f.strip().replace(decimal, ".")) for f in fields)
     options = {"sep": sep, "decimal": decimal, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
     try:
-        return _read_csv(name, source, options, "utf-8")
+        return _read_csv(name, source, options, "utf-8-sig")
     except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
         return _read_csv(name, source, options, "latin-1")
 
@@ -151,6 +153,18 @@ def _read_csv(name: str, source: Path | io.BytesIO, options: dict, encoding: str
                 raise DataError(f"{name} cannot be read as a table: {exc}") from exc
             expected, line, saw = ragged.groups()
             raise DataError(f"{name}: line {line} has {saw} fields where the lines before it have {expected}") from exc
+
+
+DECIMAL_COMMA = re.compile(r"\s*[-+]?\d*,\d+\s*")
+DECIMAL_POINT = re.compile(r"\s*[-+]?\d*\.\d+([eE][-+]?\d+)?\s*")
+
+
+def _decimal_commas(rows: list[list[str]]) -> bool:
+    """Whether the numbers of these rows (fields split by a semicolon or a tab) have decimal commas ("-0,126"), as
+    spreadsheets' exports write them, and none a decimal point: seen in any row, as the first may be whole numbers,
+    and not in text ("Smith, J.")."""
+    fields = [field for row in rows for field in row]
+    return any(DECIMAL_COMMA.fullmatch(f) for f in fields) and not any(DECIMAL_POINT.fullmatch(f) for f in fields)
 
 
 def _fields(line: str, sep: str) -> list[str]:
@@ -234,7 +248,9 @@ def to_points(
     if standardize:
         spread = values.std(axis=0)
         values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
-    check_scale(values, "rescale the data, or standardize it (--standardize; in the app, tick Standardize and load it again)")
+    advice = "standardize it (--standardize; in the app, tick Standardize and load it again)"
+    check_scale(values, f"rescale the data, or {advice}")
+    check_float32_rounding(values, list(chosen), f"subtract an offset (such as the mean) from it, or {advice}")
     return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
 
 
@@ -280,6 +296,9 @@ def largest_value(n_dims: int) -> float:
     return 2.0**62 / np.sqrt(max(n_dims, 1))
 
 
+MAX_ROUNDING = 1e-3  # of a feature's standard deviation: the most float32's rounding of its values may move them
+
+
 def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> None:
     """Refuse values whose float32 squared distances would overflow to inf, or (for a whole data set) all
     underflow to 0, instead of clustering them wrongly without a word."""
@@ -290,6 +309,19 @@ def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> Non
     if whole_data and 0 < largest < SMALLEST_SCALE:
         raise DataError(f"every value is below {SMALLEST_SCALE:.3g} (the largest is {largest:.3g}): their squared "
                         f"distances underflow float32 to 0; {advice}")  # fmt: skip
+
+
+def check_float32_rounding(values: np.ndarray, columns, advice: str) -> None:
+    """Refuse a feature whose values float32 (the engine's distances) rounds by more than ``MAX_ROUNDING`` of its
+    spread: values far from 0 that vary little (coordinates 1e7 apart from 0 that vary by a few units became a grid
+    of whole numbers, clustered without a word). Values that are float32 already lose nothing."""
+    rounding = np.abs(values - values.astype(np.float32)).max(axis=0)
+    spread = values.std(axis=0)
+    varies = values.max(axis=0) > values.min(axis=0)  # (a constant feature takes no part in any distance)
+    for j in np.flatnonzero((rounding > MAX_ROUNDING * spread) & varies):
+        raise DataError(f"column {columns[j]!r} varies by only {spread[j]:.3g} (its standard deviation) around values of "
+                        f"{np.abs(values[:, j]).max():.3g}: float32, in which distances are computed, rounds them by up "
+                        f"to {rounding[j]:.3g}; {advice}")  # fmt: skip
 
 
 def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataFrame:

@@ -79,6 +79,30 @@ def test_semicolon_exports_with_decimal_commas(tmp_path):
     np.testing.assert_array_equal(semi.values, np.float32([[1.5, 2], [3, 4]]))
 
 
+def test_decimal_commas_are_found_past_whole_numbers_and_not_in_text(tmp_path):
+    """An export whose first row held whole numbers ("1;2", then "1,5;2,5") was refused: the decimal mark was
+    guessed from the second line alone."""
+    (tmp_path / "whole_first.csv").write_text("x;y\n1;2\n1,5;2,5\n3,25;4,75\n")
+    np.testing.assert_array_equal(to_points(tmp_path / "whole_first.csv").values, np.float32([[1, 2], [1.5, 2.5], [3.25, 4.75]]))
+    (tmp_path / "tabs.tsv").write_text("x\ty\n0,5\t-1,25\n2\t3\n")
+    np.testing.assert_array_equal(to_points(tmp_path / "tabs.tsv").values, np.float32([[0.5, -1.25], [2, 3]]))
+    # a comma in text, beside numbers with decimal points: the points stay decimal points
+    (tmp_path / "named.tsv").write_text("name\tx\ty\nSmith, J.\t1.5\t2\nDoe, A.\t3\t4.25\n")
+    np.testing.assert_array_equal(to_points(tmp_path / "named.tsv").values, np.float32([[1.5, 2], [3, 4.25]]))
+
+
+def test_a_byte_order_mark_is_neither_a_header_nor_part_of_a_number(tmp_path):
+    """A headerless CSV with a UTF-8 byte order mark lost its first row: taken for a header, its numbers became the
+    column names."""
+    rows = "1.0,2.0\n3.0,4.0\n5.0,6.5\n"
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + rows.encode())
+    points = to_points(tmp_path / "bom.csv")
+    assert points.columns == ("0", "1")
+    np.testing.assert_array_equal(points.values, np.float32([[1, 2], [3, 4], [5, 6.5]]))
+    (tmp_path / "bom_header.csv").write_bytes(b"\xef\xbb\xbfx,y\r\n" + rows.replace("\n", "\r\n").encode())
+    assert to_points(tmp_path / "bom_header.csv").columns == ("x", "y")
+
+
 def test_npy_never_unpickles(tmp_path):
     np.save(tmp_path / "o.npy", np.array([{"a": 1}, {"b": 2}], dtype=object), allow_pickle=True)
     with pytest.raises(DataError, match="Python objects"):
@@ -173,6 +197,20 @@ def test_standardize_gives_zero_mean_unit_spread(rng):
     np.testing.assert_allclose(points.std(axis=0), 1, atol=1e-5)
     constant = to_points(np.ones((5, 2)), standardize=True).values
     np.testing.assert_array_equal(constant, 0)
+
+
+def test_values_that_float32_would_round_past_their_spread_are_refused(rng):
+    """Blobs a few units wide around 1e7 became a grid of whole numbers in float32 (16 distinct x values of 600):
+    2 clusters of 571 and 29 instead of 3, without a word."""
+    blobs = rng.normal(size=(600, 2)) + rng.choice([0.0, 8.0, 16.0], size=(600, 1))
+    with pytest.raises(DataError, match=r"column 'b' varies by only .* around values of 1e\+07: float32, in which "
+                                        r"distances are computed, rounds them by up to 0\.\d+; subtract an offset"):
+        to_points(pd.DataFrame({"a": blobs[:, 0], "b": blobs[:, 1] + 1e7}))
+    shifted = pd.DataFrame({"a": blobs[:, 0] + 1e7, "b": blobs[:, 1] + 1e7})
+    standardized = to_points(shifted, standardize=True).values  # centred in float64 first: nothing lost
+    assert np.allclose(standardized, (blobs - blobs.mean(0)) / blobs.std(0), atol=1e-6)
+    assert to_points(shifted.astype(np.float32)).values.shape == (600, 2)  # float32 already: nothing to round
+    assert to_points(np.c_[blobs[:, 0] * 0.01 - 122.4, np.full(600, 0.1)]).values.shape == (600, 2)  # longitudes; a constant
 
 
 def test_features_with_one_value_on_every_row_are_named(rng):
