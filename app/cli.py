@@ -20,7 +20,7 @@ from dpstudio.engine.distributed import PROTOCOLS, local_cluster
 from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice, describe_changes
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
-from .wording import counted
+from .wording import counted, read_name_list
 
 METHODS = ("dpc", "dbscan", "hdbscan")
 
@@ -131,7 +131,7 @@ def _protocol_option(parser, used_by: str) -> None:
 
 def _input_options(parser) -> None:
     parser.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
-    parser.add_argument("--columns", type=_names, help="comma-separated columns to use (default: every numeric one)")
+    parser.add_argument("--columns", type=_names, help='comma-separated columns to use (default: every numeric one); a name with a comma or spaces at its ends in double quotes: \'"weight, kg",height\'')
     parser.add_argument("--standardize", action="store_true", help="z-score each column first")
     parser.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
 
@@ -185,7 +185,7 @@ def _base(text: str) -> tuple[str, float]:
 
 
 def _names(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = read_name_list(text)
     if not names:
         raise argparse.ArgumentTypeError("expected comma-separated column names")
     return names

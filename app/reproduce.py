@@ -25,6 +25,7 @@ from dpstudio.engine.dbscan import SELECTION_METHODS
 
 from .datasets import Dataset, DatasetCache
 from .studio import METHODS, Studio
+from .wording import name_list
 
 SCHEMA = 1  # the version of the session document; a page refuses any other
 KERNELS = ("cutoff", "gaussian")
@@ -48,7 +49,7 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
     dataset = studio.dataset
     args = ["dpstudio", "cluster", path]
     if dataset.points.columns != dataset.available:
-        args += ["--columns", ",".join(dataset.points.columns)]
+        args += ["--columns", name_list(dataset.points.columns)]
     if dataset.standardized:
         args.append("--standardize")
     if dataset.points.dropped_rows.size:

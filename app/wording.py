@@ -4,6 +4,7 @@ write it (1.18e6, 5.497e-7), not as Python's 1.18e+06; the kernels by the names 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -32,3 +33,20 @@ def column_decimals(values, digits: int = 4, most: int = 6) -> int | None:
     largest = float(np.abs(values).max())
     decimals = max(0, digits - 1 - math.floor(math.log10(largest)))
     return decimals if decimals <= most else None
+
+
+# a name in a comma-separated list: in double quotes (a quote inside doubled) where it holds a comma, a quote or spaces
+# at either end, else as it is, spaces around it left out
+_LISTED_NAME = re.compile(r'\s*(?:"((?:[^"]|"")*)"|([^,"]*))\s*(?:,|$)')
+
+
+def name_list(names) -> str:
+    """Column names as one comma-separated argument (``--columns``), which ``read_name_list`` reads back."""
+    quoted = lambda name: '"' + name.replace('"', '""') + '"' if re.search(r'[,"]|^\s|\s$', name) else name  # noqa: E731
+    return ",".join(quoted(name) for name in names)
+
+
+def read_name_list(text: str) -> list[str]:
+    """The names of a comma-separated list as ``name_list`` writes it ("a, b" is a and b)."""
+    names = [quoted.replace('""', '"') if quoted else plain.strip() for quoted, plain in _LISTED_NAME.findall(text)]
+    return [name for name in names if name]

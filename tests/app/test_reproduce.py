@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -31,8 +32,9 @@ def studio(cache):
 
 
 def run_command(line: str, tmp_path) -> np.ndarray:
-    """Run a copied command line as a user would paste it (its --out file in tmp_path); the labels it wrote."""
-    args = line.split("  #")[0].split()
+    """Run a copied command line as a user would paste it into a shell (its --out file in tmp_path); the labels it
+    wrote."""
+    args = shlex.split(line.split("  #")[0])
     assert args[:2] == ["dpstudio", "cluster"] and args[-2] == "--out"
     out = tmp_path / args[-1]
     result = subprocess.run([sys.executable, "-m", "dpstudio.app.cli", *args[1:-1], str(out), "--backend", "cpu"],
@@ -73,6 +75,19 @@ def test_the_command_names_the_chosen_features_and_scaling(cache, tmp_path):
     apply_session(fresh, saved, cache)
     assert fresh.dataset is studio.dataset
     np.testing.assert_array_equal(fresh.labels(), studio.labels())
+
+
+def test_the_command_names_features_whose_names_hold_commas_quotes_or_spaces(cache, tmp_path):
+    """Features "weight, kg" and "  spaced name  " gave --columns 'weight, kg,  spaced name  ', which the CLI read
+    as four names: "no column named 'weight'"."""
+    blobs = pd.read_csv(sample_data.path("blobs3d"))
+    frame = pd.DataFrame({"weight, kg": blobs["x"], '  spaced "name"  ': blobs["y"], "δ→": blobs["z"]})
+    frame.to_csv(tmp_path / "named.csv", index=False)
+    studio = Studio()
+    studio.load(cache.features(cache.file(tmp_path / "named.csv"), ["weight, kg", '  spaced "name"  '], standardize=False))
+    line = command_line(studio)
+    assert """--columns '"weight, kg","  spaced ""name""  "'""" in line
+    np.testing.assert_array_equal(run_command(line, tmp_path), studio.labels())
 
 
 def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):

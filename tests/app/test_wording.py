@@ -1,6 +1,6 @@
 import numpy as np
 
-from dpstudio.app.wording import column_decimals, counted, short
+from dpstudio.app.wording import column_decimals, counted, name_list, read_name_list, short
 
 
 def test_a_count_of_one_takes_the_singular():
@@ -21,3 +21,10 @@ def test_a_columns_decimals_show_its_largest_value_to_four_figures_on_every_row(
     assert column_decimals([-0.5, np.nan, np.inf]) == 4  # by magnitude; what is not finite has no say
     assert column_decimals([1.5e-7, 2e-7]) is None  # tiny: too many decimals, shown in powers of ten
     assert column_decimals([]) == 0
+
+
+def test_a_list_of_names_reads_back_as_written():
+    for names in (["a", "b"], ["weight, kg", "  spaced name  ", 'say "hi"', "δ→"]):
+        assert read_name_list(name_list(names)) == names
+    assert name_list(["weight, kg", "x"]) == '"weight, kg",x'
+    assert read_name_list(" a , b,,c ") == ["a", "b", "c"]  # as typed: spaces around a name are no part of it
