@@ -20,9 +20,10 @@ from .method_state import MethodState
 from .wording import short
 
 
-def _check_min_samples(value: int, dataset) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= dataset.n_points:
-        raise ValueError(f"min_samples must be a whole number from 1 to the number of points ({dataset.n_points}), "
+def _check_count(name: str, value: int, least: int, dataset) -> int:
+    """A count of points as a method's parameter: from ``least`` to the number of points."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not least <= value <= dataset.n_points:
+        raise ValueError(f"{name} must be a whole number from {least} to the number of points ({dataset.n_points}), "
                          f"got {'nothing' if value is None else value!r}")
     return int(value)
 
@@ -107,7 +108,7 @@ class DBSCANState(TreeState):
 
     def set_min_samples(self, min_samples: int, progress=None) -> None:
         """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""
-        min_samples = _check_min_samples(min_samples, self.dataset)
+        min_samples = _check_count("min_samples", min_samples, 1, self.dataset)
         model = DBSCAN(eps=self.eps, min_samples=min_samples).fit(self.dataset.indexed, progress=progress)
         self._show_tree(model)
         self._set_min_samples = min_samples  # shown: what the next data set uses
@@ -163,13 +164,16 @@ class HDBSCANState(TreeState):
                        selection: str | None = None, progress=None) -> None:  # fmt: skip
         """New parameters (the tree of a min_samples is cached in the index); the rule chooses the clusters again."""
         pick = (lambda new, old: old if new is None else new)
+        if min_cluster_size is not None:  # (a data set loaded later may be smaller: all noise, as with any size)
+            # checked first: where a URL gives no min_samples, it is min_cluster_size, and the message named it
+            _check_count("min_cluster_size", min_cluster_size, 2, self.dataset)
         self._fit(self.dataset, pick(min_cluster_size, self.min_cluster_size), pick(min_samples, self.min_samples),
                   pick(selection, self.selection), progress)  # fmt: skip
         if min_samples is not None:
             self._set_min_samples = min_samples  # shown: what the next data set uses
 
     def _fit(self, dataset, min_cluster_size, min_samples, selection, progress) -> None:
-        min_samples = _check_min_samples(min_samples, dataset)
+        min_samples = _check_count("min_samples", min_samples, 1, dataset)
         model = HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples, cluster_selection_method=selection)
         model.fit(dataset.indexed, progress=progress)
         self._rule_clusters = model.selected_clusters_.tolist()

@@ -324,6 +324,9 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
          r"dc = 1e\+308 is outside what float32 distances resolve"),
         ({"method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, "selection": "eom", "clusters": [999]}},
          "cluster ids must be between"),
+        # (a URL's min_samples follows its min_cluster_size: the message named min_samples)
+        ({"method": "hdbscan", "hdbscan": {"min_cluster_size": 5000, "min_samples": 5000, "selection": "eom", "clusters": None}},
+         r"min_cluster_size must be a whole number from 2 to the number of points \(2,?300\), got 5000"),
     ],
 )
 def test_a_session_only_the_data_refuses_leaves_the_page_as_it_was(cache, change, message):

@@ -174,8 +174,9 @@ def test_hdbscan_parameters_and_a_hand_picked_selection(studio):
                                   .fit(points).set_clusters(state.model.selected_clusters_).labels_)  # fmt: skip
     with pytest.raises(ValueError, match="no cluster 5 in the condensed tree"):
         state.toggle_cluster(5)
-    with pytest.raises(ValueError, match="min_cluster_size must be a whole number >= 2"):
-        state.set_parameters(min_cluster_size=1)
+    for size in (1, state.dataset.n_points + 1):  # larger than the data: no cluster, and an empty tree, said nowhere
+        with pytest.raises(ValueError, match=f"min_cluster_size must be a whole number from 2 to the number of points .*, got {size}"):
+            state.set_parameters(min_cluster_size=size)
     assert state.min_cluster_size == 20 and state.hand_picked and top in state.model.selected_clusters_
     state.set_parameters(selection="leaf")  # the rule again
     np.testing.assert_array_equal(studio.labels(), reference.labels_)
