@@ -26,7 +26,7 @@ from functools import partial
 
 import pandas as pd
 import panel as pn
-from bokeh.models import NumberFormatter, PrintfTickFormatter
+from bokeh.models import NumberFormatter, PrintfTickFormatter, ScientificFormatter
 from panel.links import Callback
 
 from dpstudio import sample_data
@@ -261,7 +261,7 @@ class StudioPage:
         self.clear_selection = pn.widgets.Button(name="Clear the selection", visible=False)
         self.table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=TABLE_PAGE,
                                           sizing_mode="stretch_width")  # fmt: skip
-        self._table_formats: dict[str, str] = {}  # the float columns' formats the table has
+        self._table_decimals: dict[str, int | None] = {}  # the float columns' decimals the table shows
         self.table_note = pn.pane.Markdown(css_classes=["dp-status"], visible=False)
         self.status = pn.pane.Markdown(css_classes=["dp-status"])
 
@@ -911,21 +911,21 @@ class StudioPage:
         self.table_note.object = (f"{len(table):,} clusters: the plots mark the first {MAX_MARKERS} (largest γ); "
                                   "the table and the downloads have them all.")  # fmt: skip
         self.table_note.visible = self.studio.method == "dpc" and len(table) > MAX_MARKERS
-        _show_rows(self.table, self._aligned_floats(table))
+        self._align_floats(table)
+        _show_rows(self.table, table)
         self._show_comparison()
         self._show_status()
         self.command.value = command_line(self.studio)
 
-    def _aligned_floats(self, table: pd.DataFrame) -> pd.DataFrame:
-        """``table`` with each float column shown with one count of decimals (Gaussian ρ wrote 84.6 above 82.28),
-        through the table's formatters; a column of tiny values rounded to 4 significant figures instead."""
+    def _align_floats(self, table: pd.DataFrame) -> None:
+        """Show each float column of ``table`` with one count of decimals (Gaussian ρ wrote 84.6 above 82.28, and
+        Tabulator's own format 12,380,000.0 and 0.000012 for 1.238e-5), through the table's formatters: tiny
+        values in powers of ten, to 4 significant figures."""
         decimals = {name: column_decimals(table[name]) for name in table.columns if table[name].dtype.kind == "f"}
-        formats = {name: "0" + "." * bool(k) + "0" * k for name, k in decimals.items() if k is not None}
-        if formats != self._table_formats:  # (Bokeh's formatters compare as objects: set only when they change)
-            self._table_formats = formats
-            self.table.formatters = {name: NumberFormatter(format=text) for name, text in formats.items()}
-        tiny = [name for name, k in decimals.items() if k is None]
-        return table.assign(**{name: table[name].map(lambda v: float(short(v))) for name in tiny})
+        if decimals != self._table_decimals:  # (Bokeh's formatters compare as objects: set only when they change)
+            self._table_decimals = decimals
+            self.table.formatters = {name: ScientificFormatter(precision=3) if k is None else
+                                     NumberFormatter(format="0" + "." * bool(k) + "0" * k) for name, k in decimals.items()}  # fmt: skip
 
     def _show_status(self) -> None:
         rendered = {plot: seconds for plot, seconds in self.plots.render_seconds.items()

@@ -294,6 +294,20 @@ def test_the_data_sets_line_warns_of_features_that_take_no_part_in_the_distances
     page.close()
 
 
+def test_the_clusters_table_formats_each_float_column_by_its_own_scale(cache, tmp_path):
+    """Tabulator's own float format showed 12,380,000.0 for large deltas and 0.000012 for 1.238e-5."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    formats = lambda: {name: (type(f).__name__, getattr(f, "format", None)) for name, f in page.table.formatters.items()}  # noqa: E731
+    assert formats() == {"rho": ("NumberFormatter", "0"), "delta": ("NumberFormatter", "0.00")}  # counts; delta up to 14.7
+    blobs = pd.read_csv(sample_data.path("blobs"))[["x", "y"]]
+    for scale, delta in ((1e-6, ("ScientificFormatter", None)), (1e6, ("NumberFormatter", "0"))):
+        (blobs * scale).to_csv(tmp_path / "scaled.csv", index=False)
+        page.studio.load(cache.file(tmp_path / "scaled.csv"))
+        assert formats() == {"rho": ("NumberFormatter", "0"), "delta": delta}
+    page.close()
+
+
 def test_an_edited_samples_truth_note_says_where_the_truth_went(cache):
     """After a stream the colouring by ground truth was greyed out beside "No ground truth for this data set (the
     samples have one)", while the data set shown was a sample's."""
