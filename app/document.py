@@ -83,6 +83,34 @@ def checkbox_labels_clickable(doc: Document) -> None:
     doc.js_on_event("document_ready", CustomJS(code=CHECKBOX_LABELS_CLICKABLE))
 
 
+# BokehJS (3.9) makes a tab's header focusable but opens it on a click only: from the keyboard, Enter, Space and the
+# arrow keys did nothing. One listener on the page opens the focused header (Enter, Space), or the next or previous
+# one (arrow keys, the focus moving with it), as the WAI-ARIA tabs pattern asks.
+TABS_BY_KEYBOARD = """
+if (!window._dpstudio_tabs_by_keyboard) {
+  document.addEventListener("keydown", (event) => {
+    const tab = event.composedPath()[0]
+    if (!(tab instanceof HTMLElement) || !tab.classList.contains("bk-tab") || event.altKey || event.ctrlKey || event.metaKey)
+      return
+    const tabs = [...tab.parentElement.children].filter((other) => other.classList.contains("bk-tab"))
+    const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1}[event.key]
+    const target = step ? tabs[(tabs.indexOf(tab) + step + tabs.length) % tabs.length] : tab
+    if (!step && event.key !== "Enter" && event.key !== " ")
+      return
+    event.preventDefault()  // (Space would scroll the page)
+    target.click()
+    target.focus()
+  })
+  window._dpstudio_tabs_by_keyboard = true
+}
+"""
+
+
+def tabs_by_keyboard(doc: Document) -> None:
+    """A focused tab's header opens with Enter or Space; the arrow keys open the next or previous one."""
+    doc.js_on_event("document_ready", CustomJS(code=TABS_BY_KEYBOARD))
+
+
 def walks_only_when_changed(doc: Document) -> None:
     """Bokeh walks all of ``doc``'s models (``recompute``: about 100 ms for this page) to find which are in it, at
     the end of every ``freeze`` (HoloViews freezes through each plot update) and after each update that sets a

@@ -24,6 +24,7 @@ from .document import (
     callbacks_from_threads_never_held,
     checkbox_labels_clickable,
     lasso_started_outside_the_frame_ignored,
+    tabs_by_keyboard,
     walks_only_when_changed,
 )
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
@@ -51,6 +52,7 @@ def make_app(cache: DatasetCache, settings: PageSettings):
         walks_only_when_changed(pn.state.curdoc)
         lasso_started_outside_the_frame_ignored(pn.state.curdoc)
         checkbox_labels_clickable(pn.state.curdoc)
+        tabs_by_keyboard(pn.state.curdoc)
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
         OPEN_PAGES.add(page)
         pn.state.curdoc.title = "dpstudio"

@@ -323,6 +323,27 @@ def test_a_click_on_a_checkboxs_words_ticks_it(page: Page, server):
     expect(checkbox.locator("input")).not_to_be_checked()
 
 
+def test_the_tabs_open_from_the_keyboard(page: Page, server):
+    """A tab's header took the focus, but Enter, Space and the arrow keys did nothing: a keyboard user could not
+    reach the Teach and Edit & stream tabs."""
+    open_app(page, server.url)
+    tab = lambda name: page.locator(".bk-tab", has_text=name)  # noqa: E731
+    active = lambda name: expect(tab(name)).to_have_class(re.compile(r"\bbk-active\b"), timeout=TIMEOUT_MS)  # noqa: E731
+    tab("Teach").focus()
+    page.keyboard.press("Enter")
+    active("Teach")
+    page.keyboard.press("ArrowRight")  # the next one, and the focus with it
+    active("Edit & stream")
+    page.keyboard.press("ArrowRight")  # round to the first
+    active("Clusters")
+    page.keyboard.press("ArrowLeft")
+    active("Edit & stream")
+    tab("Teach").focus()
+    page.keyboard.press(" ")
+    active("Teach")
+    expect(page.get_by_text("Step through")).to_be_visible(timeout=TIMEOUT_MS)  # the server heard it: the tab was made
+
+
 def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, server, tmp_path):
     open_app(page, server.url)
     upload = page.locator("input.filepond--browser")
