@@ -108,13 +108,29 @@ def websocket_origins(address: str, port: int, extra: list[str]) -> list[str]:
     return [f"{host}:{port}" for host in sorted(hosts) if ":" not in host] + list(extra)
 
 
+class _BrowserLeft(logging.Filter):
+    """Bokeh's own warning for a message to a browser that has left, said as the line for the same case below."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() == "Failed sending message as connection was closed":
+            log.info("an update was not sent: its browser had left")
+            return False
+        return True
+
+
+_BROWSER_LEFT = _BrowserLeft()
+
+
 def browsers_leaving_logged_quietly(loop) -> None:
-    """A message that failed because its browser had left is logged in one line, not as asyncio's traceback.
+    """A message that failed because its browser had left is logged in one line, not as asyncio's traceback, nor as
+    Bokeh's warning (a reload during an update wrote "WARNING:bokeh.server.views.ws:Failed sending message as
+    connection was closed" for each message on its way).
 
     Panel 1.9.4 cancels a session's pending writes when the session ends, but a write that has already failed
     cannot be cancelled, and its error is never retrieved: asyncio then logged "Task exception was never retrieved"
     with two tracebacks of ``WebSocketClosedError`` each time a browser left while an update was on its way to it.
     Every other error still goes to the loop's handler as before."""
+    logging.getLogger("bokeh.server.views.ws").addFilter(_BROWSER_LEFT)  # (a filter added twice is there once)
     previous = loop.get_exception_handler()
 
     def handle(loop, context: dict) -> None:

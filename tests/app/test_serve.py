@@ -159,6 +159,18 @@ def test_a_write_to_a_browser_that_left_is_one_line_and_other_errors_keep_their_
         assert records == [("asyncio", "ERROR", "Task exception was never retrieved", True)]
 
 
+def test_bokehs_warning_for_a_browser_that_left_is_the_same_one_line(caplog):
+    loop = asyncio.new_event_loop()
+    browsers_leaving_logged_quietly(loop)
+    loop.close()
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("bokeh.server.views.ws").warning("Failed sending message as connection was closed")
+        logging.getLogger("bokeh.server.views.ws").warning("Refusing websocket connection from Origin 'x'")  # kept
+    records = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert records == [("dpstudio", "INFO", "an update was not sent: its browser had left"),
+                       ("bokeh.server.views.ws", "WARNING", "Refusing websocket connection from Origin 'x'")]  # fmt: skip
+
+
 def as_a_session(document: Document, call, *args):
     """``call(*args)`` with ``document`` as Panel's current document, in a copy of the context, as in a session."""
 
