@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (DataError, BackendUnavailable, ValueError) as exc:
+    # (ImportError: an optional extra not installed, whose message names the pip command)
+    except (DataError, BackendUnavailable, ValueError, ImportError) as exc:
         print(f"dpstudio: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
@@ -69,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-upload-mb", type=float, default=200, help="largest file a browser may upload (default 200)")
     serve.add_argument("--cache-size", type=int, default=4, help="data sets (with their index) kept for all sessions (default 4)")
     serve.add_argument("--dc-percent", type=float, default=2.0, help="percent rule a session starts with (default 2)")
-    serve.add_argument("--backend", choices=BACKENDS, default="auto")
+    serve.add_argument("--backend", choices=BACKENDS, default="auto", help="default auto: the GPU where CuPy finds one, else the CPU")
     serve.add_argument("--num-procs", type=int, default=1, help="server processes (default 1)")
     serve.set_defaults(run=_serve)
 
@@ -142,7 +143,7 @@ def _density_options(parser, centers_default: str = "auto") -> None:
     dc.add_argument("--dc-percent", type=float, default=2.0, help="choose dc so the average point has P%% of N neighbours (default 2)")
     dc.add_argument("--dc-rule", choices=DC_RULES, default="percent",
                     help="how dc is chosen when --dc is not given: the percent rule (default) or least potential entropy")  # fmt: skip
-    parser.add_argument("--kernel", choices=KERNELS, default="cutoff")
+    parser.add_argument("--kernel", choices=KERNELS, default="cutoff", help="DPC's density: cut-off counts or a Gaussian sum (default cutoff)")
     parser.add_argument(
         "--centers", default=centers_default, type=_centers,
         help="auto (the density topography) | gamma (largest gamma drop) | K (the K largest gamma) | "
@@ -156,7 +157,7 @@ def _density_options(parser, centers_default: str = "auto") -> None:
 
 def _output_options(parser, json_help: str) -> None:
     parser.add_argument("--out", metavar="FILE", help="write one row per point to FILE.csv or FILE.parquet (columns: see README)")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default auto: the GPU where CuPy finds one, else the CPU")
     parser.add_argument("--json", action="store_true", help=json_help)
 
 
@@ -267,7 +268,7 @@ def _cluster(args) -> int:
         facts["centers"] = [int(c) for c in points.rows[model.centers_]]
         if notice := density_notice(model.rho_, model.dc_):
             print(f"warning: {notice}", file=sys.stderr)
-        if not args.noise:
+        if not (args.noise and READ_WHEN["noise"][1](args)):
             del facts["noise_count"]  # every point has a cluster; the halo is DPC's noise
     print(json.dumps(facts) if args.json else _summary(facts))
     return 0

@@ -1,6 +1,7 @@
 """``dpstudio cluster`` as a user runs it: a subprocess on real files, good and bad."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -206,6 +207,25 @@ def test_options_the_method_does_not_read_are_named_in_a_warning():
     stream = dpstudio("stream", path, "--noise", "--significance", "9", "--json")  # its centers: gamma by default
     assert warnings(stream) == ["warning: --significance is for --method dpc with --centers auto; ignored",
                                 "warning: --noise is for --method dpc with --centers auto; ignored"]  # fmt: skip
+
+
+def test_noise_not_read_is_not_counted():
+    """--noise with gamma centers was warned of as ignored, and the summary still printed "noise 0 points"."""
+    ignored = dpstudio("cluster", sample_data.path("moons"), "--centers", "gamma", "--noise", "--json")
+    assert ignored.returncode == 0 and "noise_count" not in json.loads(ignored.stdout)
+    read = dpstudio("cluster", sample_data.path("moons"), "--noise", "--json")
+    assert read.returncode == 0 and "noise_count" in json.loads(read.stdout)
+
+
+def test_a_missing_optional_extra_is_one_line_naming_it(tmp_path):
+    """Without pynndescent, --neighbors approximate printed a traceback and exited 1."""
+    (tmp_path / "pynndescent").mkdir()
+    (tmp_path / "pynndescent" / "__init__.py").write_text("raise ImportError('No module named pynndescent')\n")
+    result = subprocess.run([sys.executable, "-m", "dpstudio.app.cli", "cluster", str(sample_data.path("moons")), "--method",
+                             "dbscan", "--neighbors", "approximate"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == ["dpstudio: error: approximate neighbours need pynndescent: pip install 'dpstudio[approximate]'"]
 
 
 def warnings(result) -> list[str]:
