@@ -12,7 +12,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, to_points, write_labels
+from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, MissingExtra, to_points, write_labels
 from dpstudio.engine.data import check_output_path, constant_features_notice, with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
@@ -44,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    # (ImportError: an optional extra not installed, whose message names the pip command)
-    except (DataError, BackendUnavailable, ValueError, ImportError) as exc:
+    except (DataError, BackendUnavailable, MissingExtra, ValueError) as exc:
         print(f"dpstudio: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
@@ -132,7 +131,7 @@ def _protocol_option(parser, used_by: str) -> None:
 
 def _input_options(parser) -> None:
     parser.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
-    parser.add_argument("--columns", type=_names, help='comma-separated columns to use (default: every numeric one); a name with a comma or spaces at its ends in double quotes: \'"weight, kg",height\'')
+    parser.add_argument("--columns", type=_names, help='comma-separated columns to use (default: every numeric one); a name with a comma or spaces at its ends in double quotes, a quote inside doubled: \'"weight, kg",height\'')
     parser.add_argument("--standardize", action="store_true", help="z-score each column first")
     parser.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
 
@@ -186,7 +185,10 @@ def _base(text: str) -> tuple[str, float]:
 
 
 def _names(text: str) -> list[str]:
-    names = read_name_list(text)
+    try:
+        names = read_name_list(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if not names:
         raise argparse.ArgumentTypeError("expected comma-separated column names")
     return names

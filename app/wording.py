@@ -35,18 +35,23 @@ def column_decimals(values, digits: int = 4, most: int = 6) -> int | None:
     return decimals if decimals <= most else None
 
 
-# a name in a comma-separated list: in double quotes (a quote inside doubled) where it holds a comma, a quote or spaces
-# at either end, else as it is, spaces around it left out
-_LISTED_NAME = re.compile(r'\s*(?:"((?:[^"]|"")*)"|([^,"]*))\s*(?:,|$)')
+# a name in a comma-separated list, as a CSV field: in double quotes (a quote inside doubled) where it holds a comma, or
+# spaces at either end, else as it is (a quote inside taken as it is), the spaces around it left out
+_LISTED_NAME = re.compile(r'\s*(?:"((?:[^"]|"")*)"\s*|([^,]*))(?:,|$)')
 
 
 def name_list(names) -> str:
     """Column names as one comma-separated argument (``--columns``), which ``read_name_list`` reads back."""
-    quoted = lambda name: '"' + name.replace('"', '""') + '"' if re.search(r'[,"]|^\s|\s$', name) else name  # noqa: E731
+    quoted = lambda name: '"' + name.replace('"', '""') + '"' if re.search(r'^[\s"]|,|\s$', name) else name  # noqa: E731
     return ",".join(quoted(name) for name in names)
 
 
 def read_name_list(text: str) -> list[str]:
-    """The names of a comma-separated list as ``name_list`` writes it ("a, b" is a and b)."""
-    names = [quoted.replace('""', '"') if quoted else plain.strip() for quoted, plain in _LISTED_NAME.findall(text)]
+    """The names of a comma-separated list as ``name_list`` writes it ("a, b" is a and b; 'size"inch' as it is); an
+    unclosed quote is refused."""
+    names = []
+    for quoted, plain in _LISTED_NAME.findall(text):
+        if plain.lstrip().startswith('"'):
+            raise ValueError(f"a name opens a quote it does not close: {plain.strip()}")
+        names.append(quoted.replace('""', '"') if quoted else plain.strip())
     return [name for name in names if name]

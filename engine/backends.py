@@ -15,6 +15,10 @@ class BackendUnavailable(RuntimeError):
     """The requested backend cannot run on this machine."""
 
 
+class MissingExtra(ImportError):
+    """An optional dependency that is not installed; the message names the extra that installs it."""
+
+
 @functools.cache
 def _gpu() -> ModuleType:
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..backends import MissingExtra
 from .geometry import sq_dist
 
 
@@ -38,8 +39,10 @@ def approximate_knn(points: np.ndarray, k: int, seed: int = 0) -> tuple[np.ndarr
     """(ids (N, k) int64, squared distances (N, k) float32) of approximately the k nearest other points."""
     try:
         from pynndescent import NNDescent  # noqa: PLC0415  (optional, and slow to import)
-    except ImportError as exc:
-        raise ImportError("approximate neighbours need pynndescent: pip install 'dpstudio[approximate]'") from exc
+    except ModuleNotFoundError as exc:
+        if exc.name != "pynndescent":  # installed, but something it imports is missing: that error, as it is
+            raise
+        raise MissingExtra("approximate neighbours need pynndescent: pip install 'dpstudio[approximate]'") from exc
     n = points.shape[0]
     asked = min(k + 1, n)  # NN-descent lists each point first; one more keeps k others
     candidates = NNDescent(points, n_neighbors=asked, random_state=seed).neighbor_graph[0].astype(np.int64)

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from dpstudio.app.wording import column_decimals, counted, name_list, read_name_list, short
 
@@ -28,3 +29,6 @@ def test_a_list_of_names_reads_back_as_written():
         assert read_name_list(name_list(names)) == names
     assert name_list(["weight, kg", "x"]) == '"weight, kg",x'
     assert read_name_list(" a , b,,c ") == ["a", "b", "c"]  # as typed: spaces around a name are no part of it
+    assert read_name_list('size"inch,5" screen') == ['size"inch', '5" screen']  # a quote inside a name, as it is
+    with pytest.raises(ValueError, match='a name opens a quote it does not close: "a'):
+        read_name_list('"a,b')
