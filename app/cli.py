@@ -13,7 +13,7 @@ from importlib.metadata import version
 import numpy as np
 
 from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, MissingExtra, to_points, write_labels
-from dpstudio.engine.data import check_output_path, constant_features_notice, with_dropped_rows
+from dpstudio.engine.data import check_output_path, with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
 from dpstudio.engine.distributed import PROTOCOLS, local_cluster
@@ -277,10 +277,10 @@ def _cluster(args) -> int:
 
 
 def _points(args):
-    """The input's points as the options ask, with a warning for features that take no part in the distances."""
+    """The input's points as the options ask, with a warning for each of their features' notes (``feature_notes``)."""
     points = to_points(args.input, args.columns, standardize=args.standardize, drop_nonfinite=args.drop_nonfinite)
-    if notice := constant_features_notice(points.values, points.columns):
-        print(f"warning: {notice}", file=sys.stderr)
+    for note in points.notes:
+        print(f"warning: {note}", file=sys.stderr)
     return points
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError, IndexedPoints, Points, to_points
+from dpstudio.engine.data import feature_notes
 from dpstudio.engine.data import READABLE, read_upload
 from dpstudio.engine.indexed import Progress
 from dpstudio.engine.projection import pca_2d, tsne_2d
@@ -94,7 +95,8 @@ class Dataset:
             indexed.number_rows(order, max(first, int(order.max(initial=-1)) + 1))
         order = indexed.rows
         rows = np.where(order < first, file_rows[np.minimum(order, first - 1)], base.first_added_row + order - first)
-        points = Points(indexed.backend.to_numpy(indexed.points), base.points.columns, rows, base.points.dropped_rows)
+        values = indexed.backend.to_numpy(indexed.points)
+        points = Points(values, base.points.columns, rows, base.points.dropped_rows, feature_notes(values, base.points.columns))
         projection = indexed.backend.to_numpy(pca_2d(indexed.points, indexed.backend.xp))
         return Dataset(f"{base.key}|edited", f"{base.name} (edited)", points, indexed, projection, None, None,
                        base.points.columns, base.standardized, base=base)  # fmt: skip

@@ -31,7 +31,6 @@ from panel.links import Callback
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError
-from dpstudio.engine.data import constant_features_notice
 
 from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
@@ -736,10 +735,9 @@ class StudioPage:
         points = dataset.points
         dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
         scaled = ", standardized" if dataset.standardized else ""
-        constant = constant_features_notice(points.values, points.columns)
+        notes = "".join(f"  \n⚠ {note[0].upper()}{note[1:]}." for note in points.notes)
         self.dataset_info.object = (f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × "
-                                    f"{counted(len(points.columns), 'feature')}{scaled}{dropped}"
-                                    + (f"  \n⚠ {constant[0].upper()}{constant[1:]}." if constant else ""))  # fmt: skip
+                                    f"{counted(len(points.columns), 'feature')}{scaled}{dropped}{notes}")  # fmt: skip
         self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []

@@ -30,6 +30,7 @@ class Points:
     columns: tuple[str, ...]
     rows: np.ndarray  # original row number of each point (rows with NaN/inf may have been dropped)
     dropped_rows: np.ndarray  # original row numbers removed for NaN/inf (empty unless asked to drop)
+    notes: tuple[str, ...] = ()  # warnings on the features (``feature_notes``), for the CLI and the page to say
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -248,10 +249,10 @@ def to_points(
     if standardize:
         spread = values.std(axis=0)
         values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
-    advice = "standardize it (--standardize; in the app, tick Standardize and load it again)"
-    check_scale(values, f"rescale the data, or {advice}")
-    check_float32_rounding(values, list(chosen), f"subtract an offset (such as the mean) from it, or {advice}")
-    return Points(np.ascontiguousarray(values, dtype=np.float32), tuple(chosen), np.flatnonzero(finite), dropped)
+    check_scale(values, "rescale the data, or standardize it (--standardize; in the app, tick Standardize and load it again)")
+    points = np.ascontiguousarray(values, dtype=np.float32)
+    names = tuple(chosen)
+    return Points(points, names, np.flatnonzero(finite), dropped, feature_notes(points, names, None if standardize else values))
 
 
 def constant_features_notice(values: np.ndarray, columns) -> str:
@@ -261,7 +262,7 @@ def constant_features_notice(values: np.ndarray, columns) -> str:
     if not same:
         return ""
     if len(same) == len(columns):
-        return "no feature varies: every point is the same, so there is one cluster"
+        return "no feature varies: every point is the same"
     named = ", ".join(f"'{name}'" for name in same)
     if len(same) == 1:
         return f"feature {named} holds one value on every row: it takes no part in the distances"
@@ -296,7 +297,7 @@ def largest_value(n_dims: int) -> float:
     return 2.0**62 / np.sqrt(max(n_dims, 1))
 
 
-MAX_ROUNDING = 1e-3  # of a feature's standard deviation: the most float32's rounding of its values may move them
+MAX_ROUNDING = 1e-2  # of a feature's standard deviation: float32's rounding of its values beyond it is warned of
 
 
 def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> None:
@@ -311,17 +312,20 @@ def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> Non
                         f"distances underflow float32 to 0; {advice}")  # fmt: skip
 
 
-def check_float32_rounding(values: np.ndarray, columns, advice: str) -> None:
-    """Refuse a feature whose values float32 (the engine's distances) rounds by more than ``MAX_ROUNDING`` of its
-    spread: values far from 0 that vary little (coordinates 1e7 apart from 0 that vary by a few units became a grid
-    of whole numbers, clustered without a word). Values that are float32 already lose nothing."""
-    rounding = np.abs(values - values.astype(np.float32)).max(axis=0)
-    spread = values.std(axis=0)
-    varies = values.max(axis=0) > values.min(axis=0)  # (a constant feature takes no part in any distance)
-    for j in np.flatnonzero((rounding > MAX_ROUNDING * spread) & varies):
-        raise DataError(f"column {columns[j]!r} varies by only {spread[j]:.3g} (its standard deviation) around values of "
-                        f"{np.abs(values[:, j]).max():.3g}: float32, in which distances are computed, rounds them by up "
-                        f"to {rounding[j]:.3g}; {advice}")  # fmt: skip
+def feature_notes(points: np.ndarray, columns, read: np.ndarray | None = None) -> tuple[str, ...]:
+    """Warnings on the features of ``points`` (N, d) float32: those that hold one value on every row, and, given the
+    values ``read`` before float32, those it rounds by more than ``MAX_ROUNDING`` of their spread (values far from 0
+    that vary little: coordinates near 1e7 that vary by a few units became a grid of whole numbers, 2 clusters for
+    3, without a word)."""
+    notes = [constant_features_notice(points, columns)]
+    for j in range(points.shape[1] if read is not None else 0):  # column by column: no copy of the whole array
+        column = read[:, j]
+        spread, rounding = column.std(), float(np.abs(column - points[:, j]).max())
+        if rounding > MAX_ROUNDING * spread and column.max() > column.min():  # (a constant one is noted above)
+            notes.append(f"feature '{columns[j]}' varies by {spread:.3g} (its standard deviation) around values of "
+                         f"{np.abs(column).max():.3g}, and float32, in which distances are computed, rounds it by up "
+                         f"to {rounding:.3g}: subtract an offset (such as its mean), or standardize, for exact distances")  # fmt: skip
+    return tuple(note for note in notes if note)
 
 
 def with_dropped_rows(table: pd.DataFrame, dropped_rows: np.ndarray) -> pd.DataFrame:

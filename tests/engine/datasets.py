@@ -22,9 +22,8 @@ def all_identical(rng, n=120, d=2):
 
 
 def far_from_origin(rng, n=2000, d=9):
-    # a tight cloud far out: distances from expanded norms (|q|^2 + |p|^2 - 2 q.p) would cancel catastrophically.
-    # float32 already, as the engine takes it: in float64, its values' rounding would be refused (to_points)
-    return (1e4 + 1e-2 * blobs(rng, n, d)).astype(np.float32)
+    # a tight cloud far out: distances from expanded norms (|q|^2 + |p|^2 - 2 q.p) would cancel catastrophically
+    return 1e4 + 1e-2 * blobs(rng, n, d)
 
 
 def line(rng, n=1200):

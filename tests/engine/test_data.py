@@ -1,5 +1,7 @@
 """Reading real files: formats, headers, column choice, and one-line errors for every kind of bad input."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -199,18 +201,26 @@ def test_standardize_gives_zero_mean_unit_spread(rng):
     np.testing.assert_array_equal(constant, 0)
 
 
-def test_values_that_float32_would_round_past_their_spread_are_refused(rng):
+def test_features_that_float32_rounds_past_a_hundredth_of_their_spread_are_noted(rng):
     """Blobs a few units wide around 1e7 became a grid of whole numbers in float32 (16 distinct x values of 600):
-    2 clusters of 571 and 29 instead of 3, without a word."""
+    2 clusters of 571 and 29 instead of 3, without a word. Said, not refused: an offset column (a timestamp) beside
+    the features wanted must not make a file unreadable, and GPS readings 100 m apart cluster the same in float32."""
     blobs = rng.normal(size=(600, 2)) + rng.choice([0.0, 8.0, 16.0], size=(600, 1))
-    with pytest.raises(DataError, match=r"column 'b' varies by only .* around values of 1e\+07: float32, in which "
-                                        r"distances are computed, rounds them by up to 0\.\d+; subtract an offset"):
-        to_points(pd.DataFrame({"a": blobs[:, 0], "b": blobs[:, 1] + 1e7}))
+    offset = to_points(pd.DataFrame({"a": blobs[:, 0], "b": blobs[:, 1] + 1e7}))
+    assert len(offset.notes) == 1 and re.fullmatch(
+        r"feature 'b' varies by [\d.]+ \(its standard deviation\) around values of 1e\+07, and float32, in which "
+        r"distances are computed, rounds it by up to 0\.\d+: subtract an offset \(such as its mean\), or standardize, "
+        r"for exact distances", offset.notes[0])  # fmt: skip
     shifted = pd.DataFrame({"a": blobs[:, 0] + 1e7, "b": blobs[:, 1] + 1e7})
-    standardized = to_points(shifted, standardize=True).values  # centred in float64 first: nothing lost
-    assert np.allclose(standardized, (blobs - blobs.mean(0)) / blobs.std(0), atol=1e-6)
-    assert to_points(shifted.astype(np.float32)).values.shape == (600, 2)  # float32 already: nothing to round
-    assert to_points(np.c_[blobs[:, 0] * 0.01 - 122.4, np.full(600, 0.1)]).values.shape == (600, 2)  # longitudes; a constant
+    standardized = to_points(shifted, standardize=True)  # centred in float64 first: nothing lost
+    assert standardized.notes == () and np.allclose(standardized.values, (blobs - blobs.mean(0)) / blobs.std(0), atol=1e-6)
+    assert to_points(shifted.astype(np.float32)).notes == ()  # float32 already: nothing rounded
+    gps = np.c_[blobs[:, 0] * 1e-3 - 122.4, blobs[:, 1] * 1e-3 + 37.7]  # longitudes and latitudes about 100 m apart
+    assert to_points(gps).notes == ()
+    big = rng.normal(size=(600, 1)) * 1e12  # large values that vary as much: float32 keeps them
+    far_out = to_points(np.c_[big, 2**40 + np.arange(600.0)]).notes  # a row count far out: one value in float32
+    assert far_out[0].startswith("feature '1' holds one value") and far_out[1].startswith("feature '1' varies by 173")
+    assert to_points(big).notes == ()
 
 
 def test_features_with_one_value_on_every_row_are_named(rng):
@@ -222,7 +232,7 @@ def test_features_with_one_value_on_every_row_are_named(rng):
     values[0, 3] = 0.0  # equal to -0.0: no distance tells them apart
     assert constant_features_notice(values, "abcd") == "features 'b', 'd' hold one value on every row: they take no part in the distances"
     values[:, [0, 2]] = 1.5
-    assert constant_features_notice(values, "abcd") == "no feature varies: every point is the same, so there is one cluster"
+    assert constant_features_notice(values, "abcd") == "no feature varies: every point is the same"
     values[-1, 2] = 1.5000001  # the smallest step float32 takes there is a difference
     assert "'c'" not in constant_features_notice(values, "abcd")
 
