@@ -119,12 +119,9 @@ def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
     return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
 
-SNIFFED_LINES = 200  # the lines that the separator and the decimal mark are guessed from
-
-
 def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:
     with _opened(source) as handle:
-        lines = [line.decode("utf-8", errors="replace") for line in itertools.islice((ln for ln in handle if ln.strip()), SNIFFED_LINES)]
+        lines = [line.decode("utf-8", errors="replace") for line in itertools.islice((ln for ln in handle if ln.strip()), 2)]
     if not lines:
         raise DataError(f"{name} has no rows")
     first = lines[0] = lines[0].removeprefix("\ufeff")  # a byte order mark is no part of a header or a number
@@ -132,16 +129,36 @@ def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd
         sep = next((s for s in ("\t", ",", ";") if s in first), r"\s+")
     elif sep == "," and "," not in first and ";" in first:  # a spreadsheet's export where the decimal mark is a comma
         sep = ";"
-    decimal = "," if sep in (";", "\t") and _decimal_commas([_fields(line, sep) for line in lines[1:]]) else "."
     fields = _fields(first, sep)
     if len(lines) > 1 and len(_fields(lines[1], sep)) > len(fields):  # pandas would take the first field for an index
         raise DataError(f"{name}: rows have more fields than the first line's {len(fields)}; is '{sep}' the separator?")
-    has_header = not all(_is_number(f.strip().replace(decimal, ".")) for f in fields)
-    options = {"sep": sep, "decimal": decimal, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
+    as_read = (lambda field: field.replace(",", ".")) if sep == ";" else (lambda field: field)
+    has_header = not all(_is_number(as_read(f.strip())) for f in fields)
+    options = {"sep": sep, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
     try:
-        return _read_csv(name, source, options, "utf-8-sig")
+        frame = _read_csv(name, source, options, "utf-8-sig")
     except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
-        return _read_csv(name, source, options, "latin-1")
+        frame = _read_csv(name, source, options, "latin-1")
+    return _with_decimal_commas(frame) if sep == ";" else frame
+
+
+# a number as a spreadsheet writes it where the decimal mark is a comma: "-0,126", "3", "1,5E-03"
+COMMA_NUMBER = r"\s*[-+]?(?:\d+(?:,\d*)?|,\d+)(?:[eE][-+]?\d+)?\s*"
+
+
+def _with_decimal_commas(frame: pd.DataFrame) -> pd.DataFrame:
+    """A semicolon file's text columns whose every value is a number with a decimal comma (or a whole one), as
+    numbers: decided column by column, so a column of decimal points beside them, or whole numbers in the first
+    rows, read as they are."""
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            continue
+        text = column.dropna().astype(str).str.strip()
+        text = text[text != ""]
+        if len(text) and text.str.fullmatch(COMMA_NUMBER).all() and text.str.contains(",").any():
+            frame[name] = pd.to_numeric(column.astype(str).str.strip().str.replace(",", ".", regex=False).where(column.notna()))
+    return frame
 
 
 def _read_csv(name: str, source: Path | io.BytesIO, options: dict, encoding: str) -> pd.DataFrame:
@@ -154,18 +171,6 @@ def _read_csv(name: str, source: Path | io.BytesIO, options: dict, encoding: str
                 raise DataError(f"{name} cannot be read as a table: {exc}") from exc
             expected, line, saw = ragged.groups()
             raise DataError(f"{name}: line {line} has {saw} fields where the lines before it have {expected}") from exc
-
-
-DECIMAL_COMMA = re.compile(r"\s*[-+]?\d*,\d+\s*")
-DECIMAL_POINT = re.compile(r"\s*[-+]?\d*\.\d+([eE][-+]?\d+)?\s*")
-
-
-def _decimal_commas(rows: list[list[str]]) -> bool:
-    """Whether the numbers of these rows (fields split by a semicolon or a tab) have decimal commas ("-0,126"), as
-    spreadsheets' exports write them, and none a decimal point: seen in any row, as the first may be whole numbers,
-    and not in text ("Smith, J.")."""
-    fields = [field for row in rows for field in row]
-    return any(DECIMAL_COMMA.fullmatch(f) for f in fields) and not any(DECIMAL_POINT.fullmatch(f) for f in fields)
 
 
 def _fields(line: str, sep: str) -> list[str]:

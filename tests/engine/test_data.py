@@ -81,16 +81,30 @@ def test_semicolon_exports_with_decimal_commas(tmp_path):
     np.testing.assert_array_equal(semi.values, np.float32([[1.5, 2], [3, 4]]))
 
 
-def test_decimal_commas_are_found_past_whole_numbers_and_not_in_text(tmp_path):
-    """An export whose first row held whole numbers ("1;2", then "1,5;2,5") was refused: the decimal mark was
-    guessed from the second line alone."""
-    (tmp_path / "whole_first.csv").write_text("x;y\n1;2\n1,5;2,5\n3,25;4,75\n")
-    np.testing.assert_array_equal(to_points(tmp_path / "whole_first.csv").values, np.float32([[1, 2], [1.5, 2.5], [3.25, 4.75]]))
-    (tmp_path / "tabs.tsv").write_text("x\ty\n0,5\t-1,25\n2\t3\n")
-    np.testing.assert_array_equal(to_points(tmp_path / "tabs.tsv").values, np.float32([[0.5, -1.25], [2, 3]]))
-    # a comma in text, beside numbers with decimal points: the points stay decimal points
-    (tmp_path / "named.tsv").write_text("name\tx\ty\nSmith, J.\t1.5\t2\nDoe, A.\t3\t4.25\n")
-    np.testing.assert_array_equal(to_points(tmp_path / "named.tsv").values, np.float32([[1.5, 2], [3, 4.25]]))
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x;y\n1;2\n1,5;2,5\n3,25;4,75\n", [[1, 2], [1.5, 2.5], [3.25, 4.75]]),  # whole numbers first: was refused
+        ("x;y;ver\n1,5;2,5;1.2\n3;4;1.3\n", [[1.5, 2.5, 1.2], [3, 4, 1.3]]),  # a column of decimal points beside them
+        ("Datum;Wert;Menge\n12.05;1,5;3\n13.05;2;4\n", [[12.05, 1.5, 3], [13.05, 2, 4]]),
+        ("x;y\n1,5E-03;2,5e-01\n-,5;+3\n", [[1.5e-3, 2.5e-1], [-0.5, 3]]),  # exponents and signs
+        ("x;y\n1,5;\n2;4,25\n", [[1.5, np.nan], [2, 4.25]]),  # an empty cell stays empty
+    ],
+)
+def test_a_semicolon_files_decimal_commas_are_read_column_by_column(tmp_path, text, expected):
+    """The decimal mark was guessed from the second line: whole numbers there refused the file, and a comma there
+    made every column's decimal points text (a column of 1.2 and 1.3 left out without a word)."""
+    (tmp_path / "export.csv").write_text(text)
+    frame = read_table(tmp_path / "export.csv")
+    np.testing.assert_array_equal(frame.to_numpy(np.float64), np.array(expected, np.float64))
+
+
+def test_a_tab_files_commas_are_not_taken_for_decimal_marks(tmp_path):
+    """In a tab file "1,234" may be a thousand and more: such a column stays text, as before."""
+    (tmp_path / "counts.tsv").write_text("name\tx\tpop\nSmith, J.\t1.5\t1,234\nDoe, A.\t3\t5,678\n")
+    points = to_points(tmp_path / "counts.tsv")
+    assert points.columns == ("x",)
+    np.testing.assert_array_equal(points.values, np.float32([[1.5], [3]]))
 
 
 def test_a_byte_order_mark_is_neither_a_header_nor_part_of_a_number(tmp_path):
