@@ -85,7 +85,7 @@ def checkbox_labels_clickable(doc: Document) -> None:
 
 # BokehJS (3.9) makes a tab's header focusable but opens it on a click only: from the keyboard, Enter, Space and the
 # arrow keys did nothing. One listener on the page opens the focused header (Enter, Space), or the next or previous
-# one (arrow keys, the focus moving with it), as the WAI-ARIA tabs pattern asks.
+# one (left and right arrows, the focus moving with it), as the WAI-ARIA tabs pattern asks of a row of tabs.
 TABS_BY_KEYBOARD = """
 if (!window._dpstudio_tabs_by_keyboard) {
   document.addEventListener("keydown", (event) => {
@@ -93,7 +93,7 @@ if (!window._dpstudio_tabs_by_keyboard) {
     if (!(tab instanceof HTMLElement) || !tab.classList.contains("bk-tab") || event.altKey || event.ctrlKey || event.metaKey)
       return
     const tabs = [...tab.parentElement.children].filter((other) => other.classList.contains("bk-tab"))
-    const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1}[event.key]
+    const step = {ArrowRight: 1, ArrowLeft: -1}[event.key]  // (up and down scroll the page, as beside a row of tabs)
     const target = step ? tabs[(tabs.indexOf(tab) + step + tabs.length) % tabs.length] : tab
     if (!step && event.key !== "Enter" && event.key !== " ")
       return
@@ -107,7 +107,7 @@ if (!window._dpstudio_tabs_by_keyboard) {
 
 
 def tabs_by_keyboard(doc: Document) -> None:
-    """A focused tab's header opens with Enter or Space; the arrow keys open the next or previous one."""
+    """A focused tab's header opens with Enter or Space; the left and right arrows open the previous or next one."""
     doc.js_on_event("document_ready", CustomJS(code=TABS_BY_KEYBOARD))
 
 

@@ -151,6 +151,7 @@ class StudioPage:
         self.teaching_plots = TeachingPlots(self.teaching)
         self.streaming = Streaming(self.studio)
         self._playing = None  # the periodic callback that plays the stream
+        self._stream_paused = ""  # why the stream stopped playing, said until Play
         self.closed = False  # the browser went away (``close``): work for it stops at its next progress report
         self._workers = 0  # actions running in a worker thread now
         self.work = Activity()  # one action at a time per session; others wait their turn
@@ -647,6 +648,7 @@ class StudioPage:
     def _play(self, event) -> None:
         """Play the stream: a batch a second (a slower batch makes the next ones wait, not pile up)."""
         if event.new and self._playing is None:
+            self._stream_paused = ""
             self._playing = pn.state.add_periodic_callback(self._play_batch, period=1000)
         elif not event.new and self._playing is not None:
             self._playing.stop()
@@ -661,10 +663,12 @@ class StudioPage:
             self.stream_play.value = False
 
     def _pause_stream(self, method: str) -> None:
-        """Stop a stream playing, and say why beside its Play button: it plays into DPC's clustering only."""
+        """Stop a stream playing, and say why beside its Play button (until Play): it plays into DPC's clustering
+        only."""
         if self.stream_play.value:
+            self._stream_paused = f"Paused: {method.upper()} was chosen, and the stream plays into DPC's clustering; Play goes on."
             self.stream_play.value = False
-            self.stream_note.object += f"  \nPaused: {method.upper()} was chosen, and the stream plays into DPC's clustering; Play goes on."
+            self._show_stream()  # (a batch already on its way shows it again)
 
     def _show_stream(self, *events) -> None:
         streaming, on = self.streaming, self.streaming.streamed is not None
@@ -672,7 +676,10 @@ class StudioPage:
         self.stream_undo.disabled = not streaming.batches
         if not on:
             self.stream_play.value = False
+            self._stream_paused = ""
         self.stream_note.object = (f"**{streaming.streamed:,}** points in, **{streaming.remaining:,}** to come" if on else "")
+        if on and self._stream_paused:
+            self.stream_note.object += f"  \n{self._stream_paused}"
         if on:  # before the section is first shown: its table is made with its rows (rows sent while BokehJS was
             # still building the table's view raised "Cannot read properties of null" in the page)
             _show_rows(self.stream_log, pd.DataFrame(

@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from types import SimpleNamespace
 
 import holoviews as hv
 import numpy as np
@@ -359,6 +360,26 @@ def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(ca
     assert page.streaming.streamed == nested.n_points // 2 + 20
     page.close()
     loop.close()
+
+
+def test_a_paused_streams_note_stays_through_a_batch_already_on_its_way(cache, monkeypatch):
+    """The pause's words were added to the note, which the next batch's log wrote afresh: a batch in flight when
+    DBSCAN was chosen wiped them."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    monkeypatch.setattr(pn.state, "add_periodic_callback", lambda callback, period: SimpleNamespace(stop=lambda: None))  # no loop
+    page.streaming.start(10)
+    page.stream_play.value = True
+    monkeypatch.setattr(pn.state, "execute", lambda callback: None)  # the switch itself queued behind the batch
+    page._method_chosen("dbscan")  # as the click does
+    paused = "Paused: DBSCAN was chosen, and the stream plays into DPC's clustering; Play goes on."
+    assert not page.stream_play.value and page.stream_note.object.endswith(paused)
+    page.streaming.next_batch(50)  # the batch that was on its way
+    assert page.stream_note.object.startswith("**280** points in") and page.stream_note.object.endswith(paused)
+    page.stream_play.value = True  # Play: said no more
+    page.streaming.next_batch(50)
+    assert paused not in page.stream_note.object
+    page.close()
 
 
 def test_the_pointed_points_facts_follow_a_relabel_and_go_with_their_data_set(cache):
