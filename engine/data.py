@@ -212,7 +212,9 @@ def to_points(
     standardize: bool = False,
     drop_nonfinite: bool = False,
 ) -> Points:
-    """Validate a path, DataFrame or array into float32 points (N >= 2, d >= 1, all finite)."""
+    """Validate a path, DataFrame or array into float32 points (N >= 2, d >= 1, all finite), with warnings on their
+    features in ``notes`` (``feature_notes``: constant ones, and those float32 rounds past a hundredth of their
+    spread)."""
     table = isinstance(data, (str, Path, pd.DataFrame))
     if isinstance(data, (str, Path)):
         frame = read_table(data)
