@@ -132,33 +132,15 @@ def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd
     fields = _fields(first, sep)
     if len(lines) > 1 and len(_fields(lines[1], sep)) > len(fields):  # pandas would take the first field for an index
         raise DataError(f"{name}: rows have more fields than the first line's {len(fields)}; is '{sep}' the separator?")
-    as_read = (lambda field: field.replace(",", ".")) if sep == ";" else (lambda field: field)
-    has_header = not all(_is_number(as_read(f.strip())) for f in fields)
-    options = {"sep": sep, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
+    # a semicolon file is a spreadsheet's export, whose numbers may have decimal commas ("-0,126;4,567"): read so,
+    # and a column of decimal points (no number with a comma mark) is text then, which _numeric_column reads
+    decimal = "," if sep == ";" else "."
+    has_header = not all(_is_number(f.strip().replace(decimal, ".")) for f in fields)
+    options = {"sep": sep, "decimal": decimal, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
     try:
-        frame = _read_csv(name, source, options, "utf-8-sig")
+        return _read_csv(name, source, options, "utf-8-sig")
     except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
-        frame = _read_csv(name, source, options, "latin-1")
-    return _with_decimal_commas(frame) if sep == ";" else frame
-
-
-# a number as a spreadsheet writes it where the decimal mark is a comma: "-0,126", "3", "1,5E-03"
-COMMA_NUMBER = r"\s*[-+]?(?:\d+(?:,\d*)?|,\d+)(?:[eE][-+]?\d+)?\s*"
-
-
-def _with_decimal_commas(frame: pd.DataFrame) -> pd.DataFrame:
-    """A semicolon file's text columns whose every value is a number with a decimal comma (or a whole one), as
-    numbers: decided column by column, so a column of decimal points beside them, or whole numbers in the first
-    rows, read as they are."""
-    for name in frame.columns:
-        column = frame[name]
-        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
-            continue
-        text = column.dropna().astype(str).str.strip()
-        text = text[text != ""]
-        if len(text) and text.str.fullmatch(COMMA_NUMBER).all() and text.str.contains(",").any():
-            frame[name] = pd.to_numeric(column.astype(str).str.strip().str.replace(",", ".", regex=False).where(column.notna()))
-    return frame
+        return _read_csv(name, source, options, "latin-1")
 
 
 def _read_csv(name: str, source: Path | io.BytesIO, options: dict, encoding: str) -> pd.DataFrame:

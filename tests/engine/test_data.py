@@ -88,15 +88,19 @@ def test_semicolon_exports_with_decimal_commas(tmp_path):
         ("x;y;ver\n1,5;2,5;1.2\n3;4;1.3\n", [[1.5, 2.5, 1.2], [3, 4, 1.3]]),  # a column of decimal points beside them
         ("Datum;Wert;Menge\n12.05;1,5;3\n13.05;2;4\n", [[12.05, 1.5, 3], [13.05, 2, 4]]),
         ("x;y\n1,5E-03;2,5e-01\n-,5;+3\n", [[1.5e-3, 2.5e-1], [-0.5, 3]]),  # exponents and signs
-        ("x;y\n1,5;\n2;4,25\n", [[1.5, np.nan], [2, 4.25]]),  # an empty cell stays empty
+        ("x;y\n1,5;\n2;4,25\n3;,5\n", [[1.5, np.nan], [2, 4.25], [3, 0.5]]),  # an empty cell stays empty
     ],
 )
-def test_a_semicolon_files_decimal_commas_are_read_column_by_column(tmp_path, text, expected):
+def test_a_semicolon_files_decimal_commas_and_points_are_read(tmp_path, text, expected):
     """The decimal mark was guessed from the second line: whole numbers there refused the file, and a comma there
     made every column's decimal points text (a column of 1.2 and 1.3 left out without a word)."""
     (tmp_path / "export.csv").write_text(text)
-    frame = read_table(tmp_path / "export.csv")
-    np.testing.assert_array_equal(frame.to_numpy(np.float64), np.array(expected, np.float64))
+    points = to_points(tmp_path / "export.csv", drop_nonfinite=True)
+    assert len(points.columns) == len(expected[0])  # no column left out
+    expected = np.array(expected, np.float64)
+    kept = np.isfinite(expected).all(axis=1)
+    np.testing.assert_array_equal(points.values, expected[kept].astype(np.float32))
+    np.testing.assert_array_equal(points.dropped_rows, np.flatnonzero(~kept))
 
 
 def test_a_tab_files_commas_are_not_taken_for_decimal_marks(tmp_path):
