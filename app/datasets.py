@@ -153,7 +153,9 @@ class DatasetCache:
             raise DataError(f"{name} is {len(content) / 2**20:.1f} MB; the upload limit is {max_bytes / 2**20:.0f} MB")
         if Path(name).suffix.lower() not in READABLE:
             raise DataError(f"unsupported file type '{Path(name).suffix or name}' (expected one of {', '.join(READABLE)})")
-        key = f"upload:{hashlib.sha256(content).hexdigest()}:{Path(name).suffix.lower()}"
+        # the name too: the data set is shown, saved and copied as a command under it (the same bytes uploaded again
+        # under another name, by this visitor or another, took the first one's name)
+        key = f"upload:{hashlib.sha256(content).hexdigest()}:{hashlib.sha256(name.encode()).hexdigest()[:16]}"
         # parsed in memory: no copy of the user's file on disk, to be left behind if the server is killed
         # a compressed file expands to no more values than a CSV of the size limit could hold (2 bytes a value)
         table = partial(read_upload, name, content, max_values=max_bytes // 2)

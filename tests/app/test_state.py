@@ -285,11 +285,15 @@ def test_the_cache_is_bounded(cache):
     assert len(cache) == 2 and cache.sample("blobs") is not blobs
 
 
-def test_uploads_are_checked_and_keyed_by_content(cache):
+def test_uploads_are_checked_and_keyed_by_content_and_name(cache):
+    """The same bytes uploaded under another name, by this visitor or another, were shown, saved and copied as a
+    command under the first upload's name."""
     content = b"a,b\n" + b"".join(f"{i},{i % 7}\n".encode() for i in range(50))
     dataset = cache.upload("../../etc/mine.csv", content, max_bytes=2**20)
     assert dataset.name == "mine.csv" and dataset.n_points == 50
-    assert cache.upload("again.csv", content, max_bytes=2**20) is dataset
+    assert cache.upload("mine.csv", content, max_bytes=2**20) is dataset  # the same file again: from the cache
+    other = cache.upload("alpha.csv", content, max_bytes=2**20)
+    assert other.name == "alpha.csv" and other is not dataset
     with pytest.raises(DataError, match="upload limit"):
         cache.upload("big.csv", content, max_bytes=100)
     with pytest.raises(DataError, match="unsupported file type '.xlsx'"):
