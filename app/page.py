@@ -1023,6 +1023,10 @@ def _show_rows(table: pn.widgets.Tabulator, rows: pd.DataFrame) -> None:
     for an equal value), and applies that "edit" after a delay: to a table of another length by then, a
     ``ValueError`` in the server's log (a URL or session file switching method sets the table several times)."""
     if table.value is None or not rows.equals(table.value):
+        # a sort the browser asked for on a column these rows lack is dropped: Panel sorts the new rows by it first
+        # (a KeyError: the clusters table sorted by delta, then DBSCAN chosen, whose table has none)
+        if any(sorter.get("field") not in rows.columns for sorter in table.sorters):
+            table.sorters = [sorter for sorter in table.sorters if sorter.get("field") in rows.columns]
         table.value = rows
 
 

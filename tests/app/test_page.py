@@ -316,6 +316,19 @@ def test_the_clusters_table_formats_each_float_column_by_its_own_scale(cache, tm
     page.close()
 
 
+def test_a_sort_on_a_column_the_next_table_lacks_is_dropped(cache):
+    """The clusters table sorted by delta, then DBSCAN chosen: "Switching to DBSCAN failed: 'delta'" (Panel sorted the
+    new rows by a column they lack), and the copied command stayed DPC's."""
+    pn.extension(notifications=False)
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    page.table.sorters = [{"field": "delta", "dir": "desc"}, {"field": "size", "dir": "asc"}]  # as the browser sets them
+    page.studio.set_method("dbscan")
+    assert list(page.table.value.columns) == ["cluster", "size", "core"] and "--method dbscan" in page.command.value
+    assert page.table.sorters == [{"field": "size", "dir": "asc"}]
+    assert page.table.current_view["size"].is_monotonic_increasing  # the sort kept still applies
+    page.close()
+
+
 def test_an_edited_samples_truth_note_says_where_the_truth_went(cache):
     """After a stream the colouring by ground truth was greyed out beside "No ground truth for this data set (the
     samples have one)", while the data set shown was a sample's."""
