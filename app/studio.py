@@ -115,11 +115,13 @@ class Studio(param.Parameterized):
 
     def select_in_view(self, geometry) -> None:
         """The points inside a lasso on the 2-D view, to be seen on the decision graph; fewer than 3 vertices (a
-        click) clears the selection."""
+        click) clears the selection, and a lasso around no point changes nothing (``NothingInside``)."""
         vertices = np.asarray(geometry if geometry is not None else [], dtype=np.float64)
         selected = None
         if vertices.ndim == 2 and vertices.shape[0] >= 3:
             selected = inside_lasso(*self.plot_coordinates("view"), vertices)
+            if not selected.any():  # (an empty selection drew every point of the decision graph larger)
+                raise NothingInside("Nothing selected: the lasso holds no point of the 2-D view.")
         with param.edit_constant(self):
             self.selected = selected
 

@@ -13,6 +13,7 @@ from sklearn.metrics import adjusted_rand_score
 from dpstudio import sample_data
 from dpstudio.app.dbscan_plots import eps_steps
 from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
+from dpstudio.app.pointing import NothingInside
 from dpstudio.app.studio import Studio
 from dpstudio.app.sweep import dc_sweep, plateaus, sweep_dcs
 from dpstudio.app.sweep_plot import SweepPlot
@@ -318,6 +319,11 @@ def test_a_lasso_in_the_view_selects_the_points_inside_and_a_click_clears(studio
     x0, x1, y0, y1 = np.quantile(x, 0.2), np.quantile(x, 0.6), np.quantile(y, 0.3), np.quantile(y, 0.7)
     studio.select_in_view([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
     np.testing.assert_array_equal(studio.selected, (x > x0) & (x < x1) & (y > y0) & (y < y1))
+    lassoed = studio.selected
+    far = x.max() + 10
+    with pytest.raises(NothingInside, match="Nothing selected: the lasso holds no point of the 2-D view"):
+        studio.select_in_view([(far, y0), (far + 1, y0), (far + 1, y1)])  # (every point was drawn larger)
+    assert studio.selected is lassoed  # nothing changed
     studio.select_in_view([(x0, y0)])
     assert studio.selected is None
     with pytest.raises(ValueError, match="finite"):
