@@ -296,9 +296,9 @@ class StudioPage:
         self.player.param.watch(lambda e: teaching.step not in (None, e.new) and self.follow("Stepping", teaching.go_to_step, e.new), "value")
         self.circles.param.watch(lambda e: e.new != teaching.circles and self._teach("Drawing the circles", teaching.show_circles, e.new), "value")
         teaching.param.watch(self._show_teaching, ["point", "forest", "edges", "circles", "step"])
-        self.stream_start.on_click(lambda e: self._start("Starting the stream", self.streaming.start, self.stream_percent.value))
-        self.stream_next.on_click(lambda e: self._start("Streaming a batch in", self.streaming.next_batch, self.batch_size.value, redraw=True))
-        self.stream_undo.on_click(lambda e: self._start("Taking the last batch out", self.streaming.delete_last, redraw=True))
+        self.stream_start.on_click(lambda e: self._stream("Starting the stream", self.streaming.start, self.stream_percent.value))
+        self.stream_next.on_click(lambda e: self._stream("Streaming a batch in", self.streaming.next_batch, self.batch_size.value, redraw=True))
+        self.stream_undo.on_click(lambda e: self._stream("Taking the last batch out", self.streaming.delete_last, redraw=True))
         self.stream_play.param.watch(self._play, "value")
         self.streaming.param.watch(self._show_stream, ["log", "streamed"])
         self.plots.corner_tap.add_subscriber(lambda x, y: x is not None and self._start("Relabelling", session.select_corner, x, y, redraw=True))
@@ -661,6 +661,11 @@ class StudioPage:
             self.follow("Streaming", self.streaming.next_batch, self.batch_size.value)
         else:
             self.stream_play.value = False
+
+    def _stream(self, label: str, action: Callable, *args, **kwargs) -> None:
+        """A stream's button: the stream taken on by hand, so a pause's words go."""
+        self._stream_paused = ""
+        self._start(label, action, *args, **kwargs)
 
     def _pause_stream(self, method: str) -> None:
         """Stop a stream playing, and say why beside its Play button (until Play): it plays into DPC's clustering

@@ -392,6 +392,13 @@ def test_a_paused_streams_note_stays_through_a_batch_already_on_its_way(cache, m
     page.stream_play.value = True  # Play: said no more
     page.streaming.next_batch(50)
     assert paused not in page.stream_note.object
+    for button in (page.stream_next, page.stream_undo, page.stream_start):  # nor after a stream's button
+        page.stream_play.value = True
+        page._method_chosen("hdbscan")
+        assert page.stream_note.object.endswith(paused.replace("DBSCAN", "HDBSCAN"))
+        button.clicks += 1
+        page.streaming.next_batch(10)  # (the button's action itself is queued here)
+        assert "Paused" not in page.stream_note.object
     page.close()
 
 
