@@ -157,20 +157,28 @@ class HDBSCANState(TreeState):
     selection = param.Selector(objects=list(SELECTION_METHODS), default="eom", constant=True)
     hand_picked = param.Boolean(default=False, constant=True, doc="clusters chosen on the tree, not by the rule")
 
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._set_min_cluster_size = self.min_cluster_size  # kept across data sets, as min_samples is
+
     def load(self, dataset, progress=None) -> None:
-        self._fit(dataset, self.min_cluster_size, self._min_samples_for(dataset), self.selection, progress)
+        # at most the points there are (a size larger than the data set in use could not be saved and loaded back)
+        size = min(self._set_min_cluster_size, dataset.n_points)
+        self._fit(dataset, size, self._min_samples_for(dataset), self.selection, progress)
 
     def set_parameters(self, min_cluster_size: int | None = None, min_samples: int | None = None,
                        selection: str | None = None, progress=None) -> None:  # fmt: skip
         """New parameters (the tree of a min_samples is cached in the index); the rule chooses the clusters again."""
         pick = (lambda new, old: old if new is None else new)
-        if min_cluster_size is not None:  # (a data set loaded later may be smaller: all noise, as with any size)
+        if min_cluster_size is not None:
             # checked first: where a URL gives no min_samples, it is min_cluster_size, and the message named it
             _check_count("min_cluster_size", min_cluster_size, 2, self.dataset)
         self._fit(self.dataset, pick(min_cluster_size, self.min_cluster_size), pick(min_samples, self.min_samples),
                   pick(selection, self.selection), progress)  # fmt: skip
         if min_samples is not None:
             self._set_min_samples = min_samples  # shown: what the next data set uses
+        if min_cluster_size is not None:
+            self._set_min_cluster_size = min_cluster_size
 
     def _fit(self, dataset, min_cluster_size, min_samples, selection, progress) -> None:
         min_samples = _check_count("min_samples", min_samples, 1, dataset)

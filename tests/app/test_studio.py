@@ -14,6 +14,7 @@ from dpstudio import sample_data
 from dpstudio.app.dbscan_plots import eps_steps
 from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
 from dpstudio.app.pointing import NothingInside
+from dpstudio.app.reproduce import apply_session, read_session, session_json
 from dpstudio.app.studio import Studio
 from dpstudio.app.sweep import dc_sweep, plateaus, sweep_dcs
 from dpstudio.app.sweep_plot import SweepPlot
@@ -381,17 +382,22 @@ def test_min_samples_set_is_kept_across_a_data_set_of_fewer_points(studio, cache
     if method == "dbscan":
         state.set_min_samples(7)
     else:
-        state.set_parameters(min_samples=7)
+        state.set_parameters(min_samples=7, min_cluster_size=20)
     tiny = cache.upload("tiny.csv", b"x,y\n0,0\n1,1\n2,0\n", 2**20)
     studio.load(tiny)
     assert state.min_samples == 3
+    assert method == "dbscan" or state.min_cluster_size == 3  # as min_samples
+    saved = read_session(session_json(studio))  # in use, so a session of it loads back (a size of 2000 on 1,400 did not)
     studio.load(cache.sample("blobs"))
-    assert state.min_samples == 7
+    assert state.min_samples == 7 and (method == "dbscan" or state.min_cluster_size == 20)
     wrong = state.set_min_samples if method == "dbscan" else (lambda value: state.set_parameters(min_samples=value))
     with pytest.raises(ValueError, match="min_samples must be"):
         wrong(0)
     studio.load(cache.sample("moons"))
     assert state.min_samples == 7  # a refused value is not kept
+    studio.load(tiny)  # (an upload's session loads on its file)
+    apply_session(studio, saved, cache)
+    assert studio.dataset is tiny and state.min_samples == 3
 
 
 def test_one_points_label_is_its_entry_of_the_labels_whatever_is_shown(studio, rng):
