@@ -49,7 +49,7 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
     dataset = studio.dataset
     args = ["dpstudio", "cluster", path]
     if dataset.points.columns != dataset.available:
-        args += ["--columns", name_list(dataset.points.columns)]
+        args.append(f"--columns={name_list(dataset.points.columns)}")  # (one word: a first name "-x" is no option)
     if dataset.standardized:
         args.append("--standardize")
     if dataset.points.dropped_rows.size:

@@ -67,7 +67,7 @@ def test_the_command_names_the_chosen_features_and_scaling(cache, tmp_path):
     studio.load(cache.features(cache.sample("blobs3d"), ["z", "x"], standardize=True))
     studio.dpc.pick_count(3)
     line = command_line(studio)
-    assert "--columns z,x --standardize" in line
+    assert "--columns=z,x --standardize" in line
     np.testing.assert_array_equal(run_command(line, tmp_path), studio.labels())
     saved = read_session(session_json(studio))
     fresh = Studio()
@@ -81,13 +81,15 @@ def test_the_command_names_features_whose_names_hold_commas_quotes_or_spaces(cac
     """Features "weight, kg" and "  spaced name  " gave --columns 'weight, kg,  spaced name  ', which the CLI read
     as four names: "no column named 'weight'"."""
     blobs = pd.read_csv(sample_data.path("blobs3d"))
-    frame = pd.DataFrame({"weight, kg": blobs["x"], '  spaced "name"  ': blobs["y"], "δ→": blobs["z"]})
+    frame = pd.DataFrame({"weight, kg": blobs["x"], '  spaced "name"  ': blobs["y"], "δ→": blobs["z"], "-x": blobs["x"]})
     frame.to_csv(tmp_path / "named.csv", index=False)
     studio = Studio()
     studio.load(cache.features(cache.file(tmp_path / "named.csv"), ["weight, kg", '  spaced "name"  '], standardize=False))
     line = command_line(studio)
-    assert """--columns '"weight, kg","  spaced ""name""  "'""" in line
+    assert """'--columns="weight, kg","  spaced ""name""  "'""" in line
     np.testing.assert_array_equal(run_command(line, tmp_path), studio.labels())
+    studio.load(cache.features(studio.dataset, ["-x", "δ→"], standardize=False))  # (a first name "-x" read as an option)
+    np.testing.assert_array_equal(run_command(command_line(studio), tmp_path), studio.labels())
 
 
 def test_a_saved_session_loads_back_into_a_fresh_page(studio, cache):
