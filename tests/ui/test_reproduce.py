@@ -88,5 +88,5 @@ def test_features_and_scaling_are_chosen_on_the_page(page: Page, server):
     expect(use).to_be_enabled()
     use.click()
     expect(data_set_info(page)).to_contain_text("2 features, standardized", timeout=TIMEOUT_MS)
-    expect(command_box(page)).to_have_value(re.compile(r"--columns x,y --standardize "), timeout=TIMEOUT_MS)
+    expect(command_box(page)).to_have_value(re.compile(r"--columns=x,y --standardize "), timeout=TIMEOUT_MS)
     expect(use).to_be_disabled()
