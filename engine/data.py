@@ -306,14 +306,15 @@ def feature_notes(points: np.ndarray, columns, read: np.ndarray | None = None) -
     values ``read`` before float32, those it rounds by more than ``MAX_ROUNDING`` of their spread (values far from 0
     that vary little: coordinates near 1e7 that vary by a few units became a grid of whole numbers, 2 clusters for
     3, without a word)."""
-    notes = [constant_features_notice(points, columns)]
+    notes = [constant_features_notice(points if read is None else read, columns)]  # (as read: not one float32 makes)
     for j in range(points.shape[1] if read is not None else 0):  # column by column: no copy of the whole array
         column = read[:, j]
         spread, rounding = column.std(), float(np.abs(column - points[:, j]).max())
         if rounding > MAX_ROUNDING * spread and column.max() > column.min():  # (a constant one is noted above)
+            rounded = "to one value" if points[:, j].min() == points[:, j].max() else f"by up to {rounding:.3g}"
             notes.append(f"feature '{columns[j]}' varies by {spread:.3g} (its standard deviation) around values of "
-                         f"{np.abs(column).max():.3g}, and float32, in which distances are computed, rounds it by up "
-                         f"to {rounding:.3g}: subtract an offset (such as its mean), or standardize, for exact distances")  # fmt: skip
+                         f"{np.abs(column).max():.3g}, and float32, in which distances are computed, rounds it {rounded}: "
+                         "subtract an offset (such as its mean), or standardize, for exact distances")  # fmt: skip
     return tuple(note for note in notes if note)
 
 
