@@ -745,7 +745,7 @@ class StudioPage:
     def _show_dataset(self) -> None:
         dataset = self.studio.dataset
         points = dataset.points
-        dropped = f", {points.dropped_rows.size} rows with NaN/inf left out" if points.dropped_rows.size else ""
+        dropped = f", {counted(points.dropped_rows.size, 'row')} with NaN/inf left out" if points.dropped_rows.size else ""
         scaled = ", standardized" if dataset.standardized else ""
         notes = "".join(f"  \n⚠ {note[0].upper()}{note[1:]}." for note in points.notes)
         self.dataset_info.object = (f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × "
@@ -935,7 +935,7 @@ class StudioPage:
         if decimals != self._table_decimals:  # (Bokeh's formatters compare as objects: set only when they change)
             self._table_decimals = decimals
             self.table.formatters = {name: ScientificFormatter(precision=3) if k is None else
-                                     NumberFormatter(format="0" + "." * bool(k) + "0" * k) for name, k in decimals.items()}  # fmt: skip
+                                     NumberFormatter(format="0,0" + "." * bool(k) + "0" * k) for name, k in decimals.items()}  # fmt: skip
 
     def _show_status(self) -> None:
         rendered = {plot: seconds for plot, seconds in self.plots.render_seconds.items()

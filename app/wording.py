@@ -25,15 +25,17 @@ def short(value: float, digits: int = 4) -> str:
 def column_decimals(values, digits: int = 4, smallest_digits: int = 2, most: int = 6) -> int | None:
     """The decimals that show a column's largest value to ``digits`` significant figures and its smallest non-zero
     one to ``smallest_digits`` (a center's δ of 0.004 under one of 14.7 read 0.00), one count for every row so that
-    they line up (0 for whole numbers); None where that would take more than ``most`` (tiny values, which are
-    better written in powers of ten)."""
+    they line up (0 for whole numbers); None where that would take more than ``most``, or show the largest to more
+    than 2 figures past its ``digits`` (values of many scales, which are better written in powers of ten)."""
     values = np.abs(np.asarray(values, np.float64))
     values = values[np.isfinite(values) & (values > 0)]
     if not values.size or (values == np.round(values)).all():
         return 0
     needed = lambda value, figures: figures - 1 - math.floor(math.log10(value))  # noqa: E731
-    decimals = max(0, needed(float(values.max()), digits), needed(float(values.min()), smallest_digits))
-    return decimals if decimals <= most else None
+    for_largest, for_smallest = needed(float(values.max()), digits), needed(float(values.min()), smallest_digits)
+    decimals = max(0, for_largest, for_smallest)
+    # (nor where the smallest would make the largest show more than 2 figures past its 4: float32 has no more)
+    return decimals if decimals <= most and for_smallest <= max(for_largest, 0) + 2 else None
 
 
 # a name in a comma-separated list, as a CSV field: in double quotes (a quote inside doubled) where it holds a comma, or

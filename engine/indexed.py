@@ -183,7 +183,7 @@ class IndexedPoints:
         if dead.size and (dead[0] < 0 or dead[-1] >= self.n_points):
             raise DataError(f"point index {dead[0] if dead[0] < 0 else dead[-1]} is out of range for {self.n_points} points")
         if self.n_points - dead.size < 2:
-            raise DataError(f"deleting {dead.size} of {self.n_points} points would leave fewer than 2")
+            raise DataError(f"deleting {dead.size:,} of {self.n_points:,} points would leave fewer than 2")
         alive = np.ones(self.n_points, np.int64)
         alive[dead] = 0
         mapping = np.where(alive > 0, np.cumsum(alive) - 1, -1)

@@ -307,12 +307,12 @@ def test_the_clusters_table_formats_each_float_column_by_its_own_scale(cache, tm
     pn.extension(notifications=False)
     page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     formats = lambda: {name: (type(f).__name__, getattr(f, "format", None)) for name, f in page.table.formatters.items()}  # noqa: E731
-    assert formats() == {"rho": ("NumberFormatter", "0"), "delta": ("NumberFormatter", "0.00")}  # counts; delta up to 14.7
+    assert formats() == {"rho": ("NumberFormatter", "0,0"), "delta": ("NumberFormatter", "0,0.00")}  # counts; delta up to 14.7
     blobs = pd.read_csv(sample_data.path("blobs"))[["x", "y"]]
-    for scale, delta in ((1e-6, ("ScientificFormatter", None)), (1e6, ("NumberFormatter", "0"))):
+    for scale, delta in ((1e-6, ("ScientificFormatter", None)), (1e6, ("NumberFormatter", "0,0"))):
         (blobs * scale).to_csv(tmp_path / "scaled.csv", index=False)
         page.studio.load(cache.file(tmp_path / "scaled.csv"))
-        assert formats() == {"rho": ("NumberFormatter", "0"), "delta": delta}
+        assert formats() == {"rho": ("NumberFormatter", "0,0"), "delta": delta}
     page.close()
 
 

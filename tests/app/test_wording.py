@@ -19,6 +19,7 @@ def test_a_columns_decimals_show_its_largest_value_to_four_figures_on_every_row(
     assert column_decimals([84.0, 12.0, 0.0]) == 0  # cut-off counts: whole numbers
     assert column_decimals([1234.5, 0.5]) == 2  # the smallest keeps 2 figures: 0.50, not 0 or 1
     assert column_decimals([14.7, 0.004]) == 4  # 0.0040 under 14.7000, not 0.00
+    assert column_decimals([14.705368, 3e-5]) is None  # 14.705368 above 0.000030: figures float32 does not have
     assert column_decimals([0.01234, 0.5]) == 4
     assert column_decimals([-0.5, np.nan, np.inf]) == 4  # by magnitude; what is not finite has no say
     assert column_decimals([1.5e-7, 2e-7]) is None  # tiny: too many decimals, shown in powers of ten
