@@ -929,8 +929,8 @@ class StudioPage:
 
     def _align_floats(self, table: pd.DataFrame) -> None:
         """Show each float column of ``table`` with one count of decimals (Gaussian ρ wrote 84.6 above 82.28, and
-        Tabulator's own format 12,380,000.0 and 0.000012 for 1.238e-5), through the table's formatters: tiny
-        values in powers of ten, to 4 significant figures."""
+        Tabulator's own format 12,380,000.0 and 0.000012 for 1.238e-5), through the table's formatters: tiny values,
+        and columns of many scales, in powers of ten to 4 significant figures (``column_decimals``)."""
         decimals = {name: column_decimals(table[name]) for name in table.columns if table[name].dtype.kind == "f"}
         if decimals != self._table_decimals:  # (Bokeh's formatters compare as objects: set only when they change)
             self._table_decimals = decimals

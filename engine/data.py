@@ -246,7 +246,7 @@ def to_points(
 
 def constant_features_notice(values: np.ndarray, columns) -> str:
     """A warning naming the features that hold one value on every row of ``values`` (N, d): they take no part in any
-    distance. Where none varies, every point is the same, and there is one cluster. Else an empty string."""
+    distance (where none varies, every point is the same). Else an empty string."""
     same = [name for name, low, high in zip(columns, values.min(axis=0), values.max(axis=0)) if low == high]
     if not same:
         return ""
