@@ -341,6 +341,9 @@ def test_the_tabs_open_from_the_keyboard(page: Page, server):
     tab("Teach").focus()
     page.keyboard.press(" ")
     active("Teach")
+    # the focused control in a ring a user can see (Bokeh's own: a 1 px light grey dotted line)
+    outline = "e => [getComputedStyle(e).outlineStyle, getComputedStyle(e).outlineWidth]"
+    assert tab("Teach").evaluate(outline) == ["solid", "2px"]
     expect(page.get_by_text("Step through")).to_be_visible(timeout=TIMEOUT_MS)  # the server heard it: the tab was made
 
 
