@@ -32,10 +32,21 @@ from dpstudio.engine import DensityPeaks
 from .threads import in_a_thread
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(cache):
+    """A new session's page on blobs, closed after the test."""
     pn.extension(notifications=False)  # as the server does
-    return StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+    yield page
+    page.close()
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list:
+    """The page's actions, queued where the server would run them (``pn.state.execute``), for ``run_queued``."""
+    actions = []
+    monkeypatch.setattr(pn.state, "execute", actions.append)
+    return actions
 
 
 def busy_while(page: StudioPage, seconds: float, report=None) -> tuple[bool, str]:
@@ -128,12 +139,10 @@ def test_the_other_methods_controls_join_the_page_when_first_shown(cache, monkey
     page.close()
 
 
-def test_a_tiny_eps_typed_is_shown_in_its_box_and_typed_back_gives_the_usual_range(cache, monkeypatch):
+def test_a_tiny_eps_typed_is_shown_in_its_box_and_typed_back_gives_the_usual_range(page, monkeypatch):
     """An eps of 1e-30 asked the box for arrows of 1e-31, under the smallest step Bokeh takes: its check failed in
     the server's log, and the box's update was lost. An eps typed back from there gives the slider and the curves
     their usual range again: they stayed thirty decades wide, the usual eps a sliver at the slider's end."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     document = Document()
     document.add_root(page.layout.get_root(document))  # Bokeh's models, whose checks failed
     monkeypatch.setattr(pn.state, "execute", lambda callback: callback())
@@ -149,7 +158,6 @@ def test_a_tiny_eps_typed_is_shown_in_its_box_and_typed_back_gives_the_usual_ran
     page.dbscan.eps_typed.value = 0.3
     run_queued(asyncio.new_event_loop(), queued)  # the relabel, as the server runs it
     assert state.eps == 0.3 and state.eps_view == usual
-    page.close()
 
 
 @pytest.mark.parametrize("gesture", ["teach tab", "explaining click", "forest"])
@@ -205,14 +213,10 @@ def run_queued(loop: asyncio.AbstractEventLoop, queued: list) -> list:
     return in_a_thread(loop.run_until_complete, all_of_them())
 
 
-def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_rule(cache, monkeypatch):
+def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_rule(page, queued):
     """Junk typed in the dc box ("abc") is refused by the browser, which sends back the dc it shows: no change, so
     the percent rule stays (it was dropped for that dc set directly, without a word). An emptied box shows the dc
     in use again (it showed "-NaN"). A new dc still goes."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
-    queued = []
-    monkeypatch.setattr(pn.state, "execute", queued.append)
     dc = page.session.dc
     with param.edit_constant(page.dc):  # as the browser sets them
         page.dc.value_throttled = dc
@@ -222,15 +226,11 @@ def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_
         page.dc.value_throttled = dc * 1.5
         page.dc.value_throttled = dc
     assert run_queued(asyncio.new_event_loop(), queued) == [True, True] and page.session.dc == dc
-    page.close()
 
 
-def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(cache, monkeypatch):
+def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(page, queued):
     """0 typed as the number of clusters was kept in the browser (the box had a bound) and Pick took the old 3."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
-    queued, loop = [], asyncio.new_event_loop()
-    monkeypatch.setattr(pn.state, "execute", queued.append)
+    loop = asyncio.new_event_loop()
     # 1e23 typed reached the server as a float, which the box (an IntInput) refused in a traceback
     for typed, shown in ((0, "0"), (2301, "2301"), (None, "nothing"), (2.5, "2.5"), (1e23, "1e+23")):
         page.n_clusters.value = typed
@@ -241,13 +241,10 @@ def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(cache, 
     page.n_clusters.value = 2
     page.pick.clicks += 1
     assert run_queued(loop, queued) == [True] and len(page.session.centers) == 2
-    page.close()
 
 
-def test_the_number_of_clusters_box_shows_how_many_centers_there_are(cache):
+def test_the_number_of_clusters_box_shows_how_many_centers_there_are(page):
     """It said 3 beside the rule's 5 clusters, so that Pick top γ went down to 3 from a count nobody had seen."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     assert page.n_clusters.value == len(page.session.centers) == 5
     page.session.pick_count(2)
     assert page.n_clusters.value == 2
@@ -258,15 +255,11 @@ def test_the_number_of_clusters_box_shows_how_many_centers_there_are(cache):
     assert page.session.pending_centers == 2300
     page.cancel.clicks += 1
     assert page.session.pending_centers == 0 and page.n_clusters.value == len(page.session.centers) == 1
-    page.close()
 
 
-def test_a_lasso_that_misses_is_said_as_a_note_and_a_failure_after_it_as_an_error(cache, monkeypatch):
+def test_a_lasso_that_misses_is_said_as_a_note_and_a_failure_after_it_as_an_error(page, queued):
     """An empty lasso said "Relabelling failed: no points selected" in red, as if something had broken."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
-    queued, loop = [], asyncio.new_event_loop()
-    monkeypatch.setattr(pn.state, "execute", queued.append)
+    loop = asyncio.new_event_loop()
     centers = page.session.centers.copy()
     page.plots.lasso.event(geometry=np.array([(-10, -10), (-9, -10), (-9, -9)]))  # far from every point of the graph
     assert run_queued(loop, queued) == [False]
@@ -278,13 +271,10 @@ def test_a_lasso_that_misses_is_said_as_a_note_and_a_failure_after_it_as_an_erro
     page.pick.clicks += 1
     assert run_queued(loop, queued) == [False]
     assert page.alert.alert_type == "danger" and page.alert.object.startswith("**Relabelling failed:**")
-    page.close()
 
 
-def test_the_data_sets_line_warns_of_features_that_take_no_part_in_the_distances(cache, tmp_path):
+def test_the_data_sets_line_warns_of_features_that_take_no_part_in_the_distances(cache, page, tmp_path):
     """Choosing a constant feature gave one cluster with no word of why."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     assert "⚠" not in page.dataset_info.object
     pd.read_csv(sample_data.path("moons")).assign(batch=3).to_csv(tmp_path / "batched.csv", index=False)
     page.studio.load(cache.file(tmp_path / "batched.csv"))
@@ -299,13 +289,10 @@ def test_the_data_sets_line_warns_of_features_that_take_no_part_in_the_distances
     assert "\n⚠ Feature 'timestamp' varies by 404 (its standard deviation) around values of 1.7e+09, and float32" in page.dataset_info.object
     page.studio.load(cache.features(page.studio.dataset, ["x", "y"], standardize=False))
     assert "⚠" not in page.dataset_info.object
-    page.close()
 
 
-def test_the_clusters_table_formats_each_float_column_by_its_own_scale(cache, tmp_path):
+def test_the_clusters_table_formats_each_float_column_by_its_own_scale(cache, page, tmp_path):
     """Tabulator's own float format showed 12,380,000.0 for large deltas and 0.000012 for 1.238e-5."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     formats = lambda: {name: (type(f).__name__, getattr(f, "format", None)) for name, f in page.table.formatters.items()}  # noqa: E731
     assert formats() == {"rho": ("NumberFormatter", "0,0"), "delta": ("NumberFormatter", "0,0.00")}  # counts; delta up to 14.7
     blobs = pd.read_csv(sample_data.path("blobs"))[["x", "y"]]
@@ -313,44 +300,34 @@ def test_the_clusters_table_formats_each_float_column_by_its_own_scale(cache, tm
         (blobs * scale).to_csv(tmp_path / "scaled.csv", index=False)
         page.studio.load(cache.file(tmp_path / "scaled.csv"))
         assert formats() == {"rho": ("NumberFormatter", "0,0"), "delta": delta}
-    page.close()
 
 
-def test_a_sort_on_a_column_the_next_table_lacks_is_dropped(cache):
+def test_a_sort_on_a_column_the_next_table_lacks_is_dropped(page):
     """The clusters table sorted by delta, then DBSCAN chosen: "Switching to DBSCAN failed: 'delta'" (Panel sorted the
     new rows by a column they lack), and the copied command stayed DPC's."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     page.table.sorters = [{"field": "delta", "dir": "desc"}, {"field": "size", "dir": "asc"}]  # as the browser sets them
     page.studio.set_method("dbscan")
     assert list(page.table.value.columns) == ["cluster", "size", "core"] and "--method dbscan" in page.command.value
     assert page.table.sorters == [{"field": "size", "dir": "asc"}]
     assert page.table.current_view["size"].is_monotonic_increasing  # the sort kept still applies
-    page.close()
 
 
-def test_an_edited_samples_truth_note_says_where_the_truth_went(cache):
+def test_an_edited_samples_truth_note_says_where_the_truth_went(cache, page):
     """After a stream the colouring by ground truth was greyed out beside "No ground truth for this data set (the
     samples have one)", while the data set shown was a sample's."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     assert page.truth_note.object.startswith("ARI of the DPC clustering with the ground truth")
     page.streaming.start(10)
     assert page.studio.dataset.name == "blobs (edited)" and page.colour_by.disabled
     assert page.truth_note.object == "No ground truth for the edited points: choose blobs again for its own."
     page.studio.load(cache.file(sample_data.path("moons")))  # a file, not the sample set
     assert page.truth_note.object == "No ground truth for this data set (the samples have one)."
-    page.close()
 
 
-def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(cache, monkeypatch):
+def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(cache, page, queued):
     """A click on "Pick top γ" and a typed dc queued behind the load of another sample were done on the new
     sample; they are dropped, the page says why, and the widgets show the values in use. A stream's batches,
     which change the data set but not its source, all go in."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
-    queued, loop = [], asyncio.new_event_loop()
-    monkeypatch.setattr(pn.state, "execute", queued.append)
+    loop = asyncio.new_event_loop()
     page.sample.value = "nested"
     page.n_clusters.value = 3
     page.pick.clicks += 1
@@ -371,15 +348,12 @@ def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(ca
     page.stream_next.clicks += 1
     assert run_queued(loop, queued) == [True, True]
     assert page.streaming.streamed == nested.n_points // 2 + 20
-    page.close()
     loop.close()
 
 
-def test_a_paused_streams_note_stays_through_a_batch_already_on_its_way(cache, monkeypatch):
+def test_a_paused_streams_note_stays_through_a_batch_already_on_its_way(page, monkeypatch):
     """The pause's words were added to the note, which the next batch's log wrote afresh: a batch in flight when
     DBSCAN was chosen wiped them."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     monkeypatch.setattr(pn.state, "add_periodic_callback", lambda callback, period: SimpleNamespace(stop=lambda: None))  # no loop
     page.streaming.start(10)
     page.stream_play.value = True
@@ -399,14 +373,11 @@ def test_a_paused_streams_note_stays_through_a_batch_already_on_its_way(cache, m
         button.clicks += 1
         page.streaming.next_batch(10)  # (the button's action itself is queued here)
         assert "Paused" not in page.stream_note.object
-    page.close()
 
 
-def test_the_pointed_points_facts_follow_a_relabel_and_go_with_their_data_set(cache):
+def test_the_pointed_points_facts_follow_a_relabel_and_go_with_their_data_set(cache, page):
     """The facts of the last point pointed at stay after the mouse left it, but said another data set's point after
     a load, and the old cluster after a relabel or a method switch."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     studio = page.studio
     with param.edit_constant(studio):
         studio.pointed = 7
@@ -421,16 +392,12 @@ def test_the_pointed_points_facts_follow_a_relabel_and_go_with_their_data_set(ca
     assert f"cluster {studio.labels()[7]}" in page.pointed_note.object or "noise" in page.pointed_note.object
     studio.load(cache.sample("moons"))
     assert page.pointed_note.object == page_module.POINT_AT
-    page.close()
 
 
-def test_a_session_file_chosen_again_or_empty_is_read(cache, monkeypatch):
+def test_a_session_file_chosen_again_or_empty_is_read(page, queued, monkeypatch):
     """The same session file chosen again was not loaded again (the browser kept it, so it sent no change), and an
     empty one, which Panel reads as no value, was ignored without a word."""
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
-    queued, loop, cleared = [], asyncio.new_event_loop(), []
-    monkeypatch.setattr(pn.state, "execute", queued.append)
+    loop, cleared = asyncio.new_event_loop(), []
     monkeypatch.setattr(page.load_session, "clear", lambda: cleared.append(True))
     saved = session_json(page.studio).encode()
     for _ in range(2):
@@ -441,7 +408,6 @@ def test_a_session_file_chosen_again_or_empty_is_read(cache, monkeypatch):
     page.load_session.param.update(value=None, filename="empty.json")
     assert run_queued(loop, queued) == [False]
     assert "the file is empty: not a dpstudio session file" in page.alert.object
-    page.close()
     loop.close()
 
 
@@ -610,17 +576,15 @@ def test_a_worker_stops_waiting_for_the_loop_when_its_session_ends_or_after_a_wh
     assert time.monotonic() - started < 5
 
 
-def test_dpcs_step_through_goes_at_the_click_on_another_method(cache, monkeypatch):
+def test_dpcs_step_through_goes_at_the_click_on_another_method(page, monkeypatch):
     """Hidden by the switch itself, the step's words stayed on screen under DBSCAN until its first plots were drawn
     (about 3 s); a switch that is refused brings them back."""
     started = []
     monkeypatch.setattr(StudioPage, "_start", lambda self, label, *args, **kwargs: started.append(label))
-    pn.extension(notifications=False)
-    page = StudioPage(cache, PageSettings(), cache.sample("blobs"))
     page.teaching.go_to_step(0)
     assert page.step_note.visible and page.player.visible
     page.method.value = "dbscan"
     assert started == ["Switching to DBSCAN"] and not page.step_note.visible and not page.player.visible
     page._show_values_in_use()  # the switch refused: DPC is still shown
     assert page.step_note.visible and page.player.visible
-    page.close()
+

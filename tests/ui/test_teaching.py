@@ -200,18 +200,24 @@ def test_three_stream_batches_the_log_and_taking_the_last_out(page: Page, server
     assert info.inner_text() == paused
 
 
+def play_a_stream(page: Page, url: str):
+    """The blobs page opened, a stream started on its first 230 points and played; ``blobs_info``."""
+    open_app(page, url)
+    info = blobs_info(page)
+    open_tab(page, "Edit & stream")
+    page.get_by_role("button", name="Start a stream").click()
+    expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="▶ Play").click()
+    return info
+
+
 def test_a_stream_played_behind_another_tab_asks_only_the_app_server(page: Page, server):
     """Each batch updates the stream's note in the Edit & stream tab; with that tab left, Panel's dynamic tabs had
     dropped the note's model from the document, and Panel restyled it with the CDN's stylesheets, rewriting the ones
     every component shares: the browser asked cdn.holoviz.org for loading.css and markdown.css at every batch
     (failed offline, an error in the console each)."""
     elsewhere = requests_elsewhere(page)
-    open_app(page, server.url)
-    info = blobs_info(page)
-    open_tab(page, "Edit & stream")
-    page.get_by_role("button", name="Start a stream").click()
-    expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
-    page.get_by_role("button", name="▶ Play").click()
+    info = play_a_stream(page, server.url)
 
     def batches_in(tab: str, batches: int) -> None:
         open_tab(page, tab)
@@ -233,12 +239,7 @@ def test_a_stream_played_behind_another_tab_asks_only_the_app_server(page: Page,
 def test_a_stream_playing_when_another_method_is_chosen_pauses_and_says_so(page: Page, server):
     """The stream plays into DPC's clustering: choosing DBSCAN stopped it, and back on DPC the Play button was up
     again with no word of why."""
-    open_app(page, server.url)
-    info = blobs_info(page)
-    open_tab(page, "Edit & stream")
-    page.get_by_role("button", name="Start a stream").click()
-    expect(info).to_contain_text("blobs (edited): 230 points", timeout=TIMEOUT_MS)
-    page.get_by_role("button", name="▶ Play").click()
+    info = play_a_stream(page, server.url)
     expect(info).not_to_contain_text("230 points", timeout=TIMEOUT_MS)  # a batch went in
     page.get_by_role("button", name="DBSCAN", exact=True).click()
     expect(page.get_by_text("ε (type a value)")).to_be_visible(timeout=TIMEOUT_MS)  # DBSCAN's controls shown
