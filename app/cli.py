@@ -130,7 +130,7 @@ def _protocol_option(parser, used_by: str) -> None:
 
 
 def _input_options(parser) -> None:
-    parser.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT, Parquet or NPY file")
+    parser.add_argument("input", metavar="INPUT", help="CSV/TSV/TXT (gzipped too: .csv.gz), Parquet or NPY file")
     parser.add_argument("--columns", type=_names, help='comma-separated columns to use (default: every numeric one); a name with a comma or spaces at its ends in double quotes, a quote inside doubled: \'"weight, kg",height\'')
     parser.add_argument("--standardize", action="store_true", help="z-score each column first")
     parser.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")

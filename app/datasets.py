@@ -20,7 +20,7 @@ import pandas as pd
 from dpstudio import sample_data
 from dpstudio.engine import DataError, IndexedPoints, Points, to_points
 from dpstudio.engine.data import feature_notes
-from dpstudio.engine.data import READABLE, read_upload
+from dpstudio.engine.data import file_type, read_upload
 from dpstudio.engine.indexed import Progress
 from dpstudio.engine.projection import pca_2d, tsne_2d
 
@@ -151,8 +151,7 @@ class DatasetCache:
         name = Path(filename or "upload").name  # never a path from the client
         if len(content) > max_bytes:
             raise DataError(f"{name} is {len(content) / 2**20:.1f} MB; the upload limit is {max_bytes / 2**20:.0f} MB")
-        if Path(name).suffix.lower() not in READABLE:
-            raise DataError(f"unsupported file type '{Path(name).suffix or name}' (expected one of {', '.join(READABLE)})")
+        file_type(name)  # an unsupported type is refused before the content is hashed or parsed
         # the name too: the data set is shown, saved and copied as a command under it (the same bytes uploaded again
         # under another name, by this visitor or another, took the first one's name)
         key = f"upload:{hashlib.sha256(content).hexdigest()}:{hashlib.sha256(name.encode()).hexdigest()[:16]}"

@@ -171,7 +171,7 @@ class StudioPage:
         self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB",
                                              stylesheets=[SENT_FILE_CSS])  # fmt: skip
         self.upload_note = pn.pane.Markdown(
-            f"CSV, TSV, TXT, Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
+            f"CSV, TSV, TXT (gzipped too: .csv.gz), Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature until you choose; each is z-scored while Standardize is ticked.",
             css_classes=["dp-status"])  # fmt: skip
         self.dataset_info = pn.pane.Markdown()

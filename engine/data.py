@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gzip
 import io
 import itertools
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": None}
-READABLE = (*TABLE_SUFFIXES, ".parquet", ".pq", ".npy")
+GZIPPED = ".gz"  # a gzipped table: notes.csv.gz
+READABLE = (*TABLE_SUFFIXES, ".parquet", ".pq", ".npy", *(suffix + GZIPPED for suffix in TABLE_SUFFIXES))
 
 
 class DataError(ValueError):
@@ -34,7 +37,8 @@ class Points:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read CSV/TSV/TXT (header detected), Parquet or NPY into a DataFrame with string column names."""
+    """Read CSV/TSV/TXT (header detected; gzipped too, as .csv.gz), Parquet or NPY into a DataFrame with string
+    column names."""
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path} is a folder, not a file")
@@ -45,15 +49,26 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def read_upload(name: str, content: bytes, max_values: int | None = None) -> pd.DataFrame:
     """Like ``read_table``, for a file's content sent by a browser: parsed in memory, never written to disk.
-    ``max_values`` bounds rows x columns before a compressed (Parquet) file is expanded."""
+    ``max_values`` bounds a compressed file's rows x columns before it is expanded (Parquet's, from its footer), or
+    a gzipped table's text to 2 bytes a value (the least a value and its separator take), as it is expanded."""
     return _parse(Path(name).name, io.BytesIO(content), max_values)
 
 
-def _parse(name: str, source: Path | io.BytesIO, max_values: int | None = None) -> pd.DataFrame:
-    suffix = Path(name).suffix.lower()
+def file_type(name: str) -> str:
+    """The type of file ``name`` is read as, by its suffix (".csv", or ".csv.gz" for a gzipped one), or a
+    DataError that lists the readable ones."""
+    suffixes = [suffix.lower() for suffix in Path(name).suffixes]
+    suffix = "".join(suffixes[-2:]) if suffixes[-1:] == [GZIPPED] else "".join(suffixes[-1:])
     if suffix not in READABLE:
         raise DataError(f"unsupported file type '{suffix or name}' (expected one of {', '.join(READABLE)})")
+    return suffix
+
+
+def _parse(name: str, source: Path | io.BytesIO, max_values: int | None = None) -> pd.DataFrame:
+    suffix = file_type(name)
     try:
+        if suffix.endswith(GZIPPED):  # expanded in memory, as far as the bound allows, then read as its table
+            source, suffix = _gunzipped(name, source, None if max_values is None else 2 * max_values), suffix.removesuffix(GZIPPED)
         if suffix == ".npy":
             frame = _read_npy(name, source)
         elif suffix in (".parquet", ".pq"):
@@ -77,6 +92,23 @@ def _opened(source: Path | io.BytesIO):
         return source.open("rb")
     source.seek(0)
     return contextlib.nullcontext(source)
+
+
+def _gunzipped(name: str, source: Path | io.BytesIO, max_bytes: int | None) -> io.BytesIO:
+    """A gzipped file's content, expanded chunk by chunk up to ``max_bytes``: a few KB of gzip may expand to GBs."""
+    expanded, size = io.BytesIO(), 0
+    with _opened(source) as handle, gzip.GzipFile(fileobj=handle) as unzipped:
+        try:
+            while chunk := unzipped.read(2**20):
+                size += len(chunk)
+                if max_bytes is not None and size > max_bytes:
+                    raise DataError(f"{name} expands past the upload limit of {max_bytes / 2**20:.0f} MB")
+                expanded.write(chunk)
+        except gzip.BadGzipFile as exc:
+            raise DataError(f"{name} is not a gzip file (corrupt, or another format renamed)") from exc
+        except (EOFError, zlib.error) as exc:
+            raise DataError(f"{name} is truncated or corrupt: its gzip data end early or do not decompress") from exc
+    return expanded
 
 
 def _read_parquet(name: str, source: Path | io.BytesIO, max_values: int | None) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """``dpstudio cluster`` as a user runs it: a subprocess on real files, good and bad."""
 
+import gzip
 import json
 import os
 import re
@@ -27,6 +28,10 @@ def test_summary_on_a_sample_file(tmp_path):
     table = pd.read_csv(out)
     assert list(table.columns) == ["index", "label", "halo", "rho", "delta", "parent"]
     assert len(table) == 2300 and table["label"].nunique() == 5
+    gzipped = tmp_path / "blobs.csv.gz"
+    gzipped.write_bytes(gzip.compress(sample_data.path("blobs").read_bytes()))
+    assert dpstudio("cluster", gzipped, "--out", tmp_path / "gz.csv").returncode == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "gz.csv"), table)
 
 
 def test_json_parquet_and_every_center_syntax(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import tempfile
 
@@ -386,9 +387,12 @@ def test_uploads_are_parsed_in_memory_in_every_format(cache, tmp_path, monkeypat
     for make in ("mkdtemp", "mkstemp"):  # what temporary files and folders are made with
         monkeypatch.setattr(tempfile, make, lambda *a, **k: pytest.fail("an upload was written to disk"))
     for name, content in [("a.csv", frame.to_csv(index=False).encode()), ("a.tsv", frame.to_csv(index=False, sep="\t").encode()),
-                          ("a.parquet", (tmp_path / "a.parquet").read_bytes()), ("a.npy", (tmp_path / "a.npy").read_bytes())]:  # fmt: skip
+                          ("a.parquet", (tmp_path / "a.parquet").read_bytes()), ("a.npy", (tmp_path / "a.npy").read_bytes()),
+                          ("a.csv.gz", gzip.compress(frame.to_csv(index=False).encode()))]:  # fmt: skip
         dataset = cache.upload(name, content, max_bytes=2**20)
         np.testing.assert_allclose(dataset.points.values, values.astype(np.float32), err_msg=name)
     assert cache.upload("l.csv", "größe,wert\n1,2\n3,4\n".encode("latin-1"), max_bytes=2**20).points.columns == ("größe", "wert")
     with pytest.raises(DataError, match="garbage.npy is not a NumPy .npy file"):
         cache.upload("garbage.npy", b"\xe9t\xe9", max_bytes=2**20)
+    with pytest.raises(DataError, match="zeros.csv.gz expands past the upload limit of 1 MB"):  # 2 MB of text in 2 KB
+        cache.upload("zeros.csv.gz", gzip.compress(b"0,0\n" * 2**19), max_bytes=2**20)

@@ -1,5 +1,6 @@
 """Reading real files: formats, headers, column choice, and one-line errors for every kind of bad input."""
 
+import gzip
 import re
 
 import numpy as np
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine import DataError, DensityPeaks, read_table, to_points, write_labels
-from dpstudio.engine.data import check_output_path, constant_features_notice
+from dpstudio.engine.data import check_output_path, constant_features_notice, read_upload
 from dpstudio.engine.data import with_dropped_rows
 
 
@@ -141,6 +142,46 @@ def test_corrupt_and_truncated_npy_are_called_that(tmp_path, rng):
     (tmp_path / "header.npy").write_bytes(content[:12])
     with pytest.raises(DataError, match="header.npy has a corrupt .npy header"):
         to_points(tmp_path / "header.npy")
+
+
+def test_gzipped_tables_read_as_their_text(tmp_path, rng):
+    """notes.csv.gz is the CSV it holds, semicolons and a byte order mark included; a gzip of several members (as
+    ``cat a.gz b.gz`` makes) is read whole."""
+    values = rng.normal(size=(40, 2))
+    text = pd.DataFrame(values, columns=["a", "b"]).to_csv(index=False)
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "T.TSV.GZ").write_bytes(gzip.compress(text.replace(",", "\t").encode()))
+    head, tail = text.split("\n", 20)[:20], text.split("\n", 20)[20]
+    (tmp_path / "two.csv.gz").write_bytes(gzip.compress(("\n".join(head) + "\n").encode()) + gzip.compress(tail.encode()))
+    for name in ("t.csv.gz", "T.TSV.GZ", "two.csv.gz"):
+        points = to_points(tmp_path / name)
+        assert points.columns == ("a", "b"), name
+        np.testing.assert_array_equal(points.values, values.astype(np.float32), err_msg=name)
+    (tmp_path / "eu.txt.gz").write_bytes(gzip.compress(b"\xef\xbb\xbfa;b\n-0,126;4,567\n1,5;2\n"))
+    np.testing.assert_array_equal(to_points(tmp_path / "eu.txt.gz").values, np.float32([[-0.126, 4.567], [1.5, 2]]))
+
+
+def test_corrupt_truncated_and_unsupported_gzip_are_called_that(tmp_path, rng):
+    whole = gzip.compress(b"".join(f"{i},{i % 5}\n".encode() for i in range(5000)))
+    (tmp_path / "cut.csv.gz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "plain.csv.gz").write_bytes(b"a,b\n1,2\n3,4\n")  # not compressed, but named so
+    (tmp_path / "noise.csv.gz").write_bytes(whole[:10] + rng.integers(0, 256, 500, dtype=np.uint8).tobytes())
+    (tmp_path / "a.npy.gz").write_bytes(whole)
+    (tmp_path / "a.gz").write_bytes(whole)
+    for name, message in [("cut.csv.gz", "cut.csv.gz is truncated or corrupt"), ("plain.csv.gz", "plain.csv.gz is not a gzip file"),
+                          ("noise.csv.gz", "noise.csv.gz is truncated or corrupt"), ("a.npy.gz", "unsupported file type '.npy.gz'"),
+                          ("a.gz", "unsupported file type '.gz'")]:  # fmt: skip
+        with pytest.raises(DataError, match=re.escape(message)):
+            to_points(tmp_path / name)
+
+
+def test_a_gzipped_upload_expands_no_further_than_the_upload_limit():
+    """A few KB of gzip may expand to GBs: the expansion stops at the limit, 2 bytes a value of ``max_values``."""
+    bomb = gzip.compress(b"0,0\n" * 2**20)  # 4 MB of text in about 4 KB
+    assert len(bomb) < 2**13
+    with pytest.raises(DataError, match=r"bomb.csv.gz expands past the upload limit of 3 MB"):
+        read_upload("bomb.csv.gz", bomb, max_values=3 * 2**19)
+    assert read_upload("bomb.csv.gz", bomb, max_values=2**21).shape == (2**20, 2)  # (no header: every field a number)
 
 
 def test_a_folder_is_not_a_missing_file(tmp_path):
