@@ -15,9 +15,9 @@ import param
 from dpstudio.engine import DBSCAN, HDBSCAN
 from dpstudio.engine.dbscan import SELECTION_METHODS, check_eps
 from dpstudio.engine.hierarchy import cluster_hierarchy
+from dpstudio.engine.notation import short
 
 from .method_state import MethodState
-from .wording import short
 
 
 def _check_count(name: str, value: int, least: int, dataset) -> int:

@@ -31,6 +31,7 @@ from panel.links import Callback
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError
+from dpstudio.engine.notation import short
 
 from .datasets import Dataset, DatasetCache
 from .dbscan_plots import DBSCANPlots
@@ -47,7 +48,7 @@ from .sweep_plot import SweepPlot
 from .teaching import TEACHING_MAX, Teaching
 from .teaching_plot import TeachingPlots
 from .tree_plot import TreePlot
-from .wording import KERNEL_NAMES, column_decimals, counted, short
+from .wording import KERNEL_NAMES, column_decimals, counted
 
 log = logging.getLogger("dpstudio")
 

@@ -23,12 +23,12 @@ import param
 from dpstudio.engine import DensityPeaks
 from dpstudio.engine.dpc import check_n_centers, density_notice
 from dpstudio.engine.indexed import KERNELS
+from dpstudio.engine.notation import short
 
 from .datasets import Dataset
 from .method_state import MethodState
 from .pointing import NothingInside
 from .sweep import dc_sweep, sweep_dcs
-from .wording import short
 
 UNDO_DEPTH = 50
 CONFIRM_ABOVE = 1000  # a choice of more centers waits for confirm(): it is nearly always a sloppy lasso

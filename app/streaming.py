@@ -16,8 +16,9 @@ import param
 
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.dpc import describe_changes
+from dpstudio.engine.notation import short
 
-from .wording import KERNEL_NAMES, short
+from .wording import KERNEL_NAMES
 
 BASE_PERCENT = 10.0  # the stream starts from this share of the points
 LOG_SHOWN = 12  # rows the log keeps

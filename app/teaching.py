@@ -21,10 +21,11 @@ import numpy as np
 import param
 
 from dpstudio.engine.cpu import density_order
+from dpstudio.engine.notation import short
 from dpstudio.engine.vptree import float32_square
 
 from .pointing import nearest_point
-from .wording import counted, short
+from .wording import counted
 
 TEACHING_MAX = 5_000  # points up to which the forest and the step-through are drawn (a teacher's data set)
 MAX_RINGED = 5_000  # counted points ringed one by one; more are said in words only

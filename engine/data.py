@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .notation import short
+
 TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": None}
 GZIPPED = ".gz"  # a gzipped table: notes.csv.gz
 READABLE = (*TABLE_SUFFIXES, ".parquet", ".pq", ".npy", *(suffix + GZIPPED for suffix in TABLE_SUFFIXES))
@@ -326,10 +328,10 @@ def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> Non
     underflow to 0, instead of clustering them wrongly without a word."""
     largest = float(np.abs(values).max())
     if largest > largest_value(values.shape[1]):
-        raise DataError(f"values up to {largest:.3g} are too large: their squared distances overflow float32 (at "
-                        f"{values.shape[1]} features the limit is {largest_value(values.shape[1]):.3g}); {advice}")  # fmt: skip
+        raise DataError(f"values up to {short(largest, 3)} are too large: their squared distances overflow float32 (at "
+                        f"{values.shape[1]} features the limit is {short(largest_value(values.shape[1]), 3)}); {advice}")  # fmt: skip
     if whole_data and 0 < largest < SMALLEST_SCALE:
-        raise DataError(f"every value is below {SMALLEST_SCALE:.3g} (the largest is {largest:.3g}): their squared "
+        raise DataError(f"every value is below {short(SMALLEST_SCALE, 3)} (the largest is {short(largest, 3)}): their squared "
                         f"distances underflow float32 to 0; {advice}")  # fmt: skip
 
 
@@ -343,9 +345,9 @@ def feature_notes(points: np.ndarray, columns, read: np.ndarray | None = None) -
         column = read[:, j]
         spread, rounding = column.std(), float(np.abs(column - points[:, j]).max())
         if rounding > MAX_ROUNDING * spread and column.max() > column.min():  # (a constant one is noted above)
-            rounded = "to one value" if points[:, j].min() == points[:, j].max() else f"by up to {rounding:.3g}"
-            notes.append(f"feature '{columns[j]}' varies by {spread:.3g} (its standard deviation) around values of "
-                         f"{np.abs(column).max():.3g}, and float32, in which distances are computed, rounds it {rounded}: "
+            rounded = "to one value" if points[:, j].min() == points[:, j].max() else f"by up to {short(rounding, 3)}"
+            notes.append(f"feature '{columns[j]}' varies by {short(spread, 3)} (its standard deviation) around values of "
+                         f"{short(np.abs(column).max(), 3)}, and float32, in which distances are computed, rounds it {rounded}: "
                          "subtract an offset (such as its mean), or standardize, for exact distances")  # fmt: skip
     return tuple(note for note in notes if note)
 

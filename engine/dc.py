@@ -22,6 +22,7 @@ import numbers
 
 import numpy as np
 
+from .notation import short
 from .vptree import rho_reach
 
 EXACT_PAIRS = 1 << 20
@@ -45,8 +46,8 @@ def check_dc(dc, kernel: str) -> None:
     low, high = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
     if not low <= reach2 < high:
         scale = rho_reach(1.0, kernel)
-        raise ValueError(f"dc = {dc:.3g} is outside what float32 distances resolve (about {math.sqrt(low) / scale:.2g} "
-                         f"to {math.sqrt(high) / scale:.2g}); rescale the data")  # fmt: skip
+        raise ValueError(f"dc = {short(dc, 3)} is outside what float32 distances resolve (about {short(math.sqrt(low) / scale, 2)} "
+                         f"to {short(math.sqrt(high) / scale, 2)}); rescale the data")  # fmt: skip
 
 
 def pair_indices(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import pandas as pd
 from . import centers as center_rules
 from .estimator import IndexedEstimator
 from .indexed import Progress, check_kernel
+from .notation import short
 from .topography import Topography, check_topography, densest_of_each, topography
 
 DENSITY_K = 16  # chosen with Z on benchmarks/quality.py
@@ -403,7 +404,7 @@ def density_notice(rho: np.ndarray, dc: float) -> str:
     """A warning when dc is so small that no point has a neighbour (every rho is 0), else an empty string."""
     if rho.max() > 0:
         return ""
-    return (f"dc = {dc:.6g} is not above the smallest distance between points: every ρ is 0, so the decision "
+    return (f"dc = {short(dc, 6)} is not above the smallest distance between points: every ρ is 0, so the decision "
             "graph has no peaks. Use a larger dc (or percent).")  # fmt: skip
 
 

@@ -182,7 +182,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
 def test_a_dc_below_every_distance_is_warned_about(tmp_path):
     result = dpstudio("cluster", sample_data.path("moons"), "--dc", "1e-9")
     assert result.returncode == 0
-    assert "warning: dc = 1e-09 is not above the smallest distance between points: every ρ is 0" in result.stderr
+    assert "warning: dc = 1e-9 is not above the smallest distance between points: every ρ is 0" in result.stderr
 
 
 def test_features_that_take_no_part_in_the_distances_are_warned_about(tmp_path):

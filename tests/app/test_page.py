@@ -286,7 +286,7 @@ def test_the_data_sets_line_warns_of_features_that_take_no_part_in_the_distances
     moons = pd.read_csv(sample_data.path("moons"))
     moons.assign(timestamp=1.7e9 + np.arange(len(moons))).to_csv(tmp_path / "stamped.csv", index=False)
     page.studio.load(cache.file(tmp_path / "stamped.csv"))
-    assert "\n⚠ Feature 'timestamp' varies by 404 (its standard deviation) around values of 1.7e+09, and float32" in page.dataset_info.object
+    assert "\n⚠ Feature 'timestamp' varies by 404 (its standard deviation) around values of 1.7e9, and float32" in page.dataset_info.object
     page.studio.load(cache.features(page.studio.dataset, ["x", "y"], standardize=False))
     assert "⚠" not in page.dataset_info.object
 

@@ -220,7 +220,7 @@ def test_thousands_of_centers_wait_for_confirmation(session):
 def test_a_dc_below_every_distance_is_warned_about(session):
     assert session.notice == ""
     session.set_dc(1e-9)
-    assert session.dc == 1e-9 and "every ρ is 0" in session.notice and "1e-09" in session.notice
+    assert session.dc == 1e-9 and "every ρ is 0" in session.notice and "1e-9" in session.notice
     session.set_dc(dc_percent=2.0)
     assert session.notice == ""
 

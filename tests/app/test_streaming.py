@@ -9,7 +9,7 @@ import pytest
 
 from dpstudio.app.streaming import LOG_SHOWN, Streaming
 from dpstudio.app.studio import Studio
-from dpstudio.app.wording import short
+from dpstudio.engine.notation import short
 from dpstudio.engine import DensityPeaks
 from dpstudio.engine.dpc import describe_changes
 

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from dpstudio.app.wording import column_decimals, counted, name_list, read_name_list, short
+from dpstudio.app.wording import column_decimals, counted, name_list, read_name_list
+from dpstudio.engine.notation import short
 
 
 def test_a_count_of_one_takes_the_singular():

@@ -267,7 +267,7 @@ def test_features_that_float32_rounds_past_a_hundredth_of_their_spread_are_noted
     blobs = rng.normal(size=(600, 2)) + rng.choice([0.0, 8.0, 16.0], size=(600, 1))
     offset = to_points(pd.DataFrame({"a": blobs[:, 0], "b": blobs[:, 1] + 1e7}))
     assert len(offset.notes) == 1 and re.fullmatch(
-        r"feature 'b' varies by [\d.]+ \(its standard deviation\) around values of 1e\+07, and float32, in which "
+        r"feature 'b' varies by [\d.]+ \(its standard deviation\) around values of 1e7, and float32, in which "
         r"distances are computed, rounds it by up to 0\.\d+: subtract an offset \(such as its mean\), or standardize, "
         r"for exact distances", offset.notes[0])  # fmt: skip
     shifted = pd.DataFrame({"a": blobs[:, 0] + 1e7, "b": blobs[:, 1] + 1e7})
@@ -279,7 +279,7 @@ def test_features_that_float32_rounds_past_a_hundredth_of_their_spread_are_noted
     big = rng.normal(size=(600, 1)) * 1e12  # large values that vary as much: float32 keeps them
     # a row count far out: one value in float32, said once (it also said the column held one value, which it does not)
     assert to_points(np.c_[big, 2**40 + np.arange(600.0)]).notes == (
-        "feature '1' varies by 173 (its standard deviation) around values of 1.1e+12, and float32, in which distances "
+        "feature '1' varies by 173 (its standard deviation) around values of 1.1e12, and float32, in which distances "
         "are computed, rounds it to one value: subtract an offset (such as its mean), or standardize, for exact distances",)
     assert to_points(big).notes == ()
 
