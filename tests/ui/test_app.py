@@ -3,6 +3,7 @@ empty, the data-set list, a lasso of thousands of centers, the download."""
 
 from __future__ import annotations
 
+import gzip
 import re
 import socket
 import subprocess
@@ -208,15 +209,17 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     assert sent.locator(".filepond--panel-center").evaluate(colour) == "rgb(100, 96, 94)"
 
 
-def test_npy_and_parquet_files_load_and_other_types_are_named(page: Page, server, tmp_path, rng):
-    """Chosen from disk: Chromium gives these files no MIME type (""), which a type check in the browser refused."""
+def test_npy_gzip_and_parquet_files_load_and_other_types_are_named(page: Page, server, tmp_path, rng):
+    """Chosen from disk: Chromium gives .npy and .parquet files no MIME type (""), which a type check in the browser
+    refused."""
     open_app(page, server.url)
     upload = page.locator("input.filepond--browser")
     values = rng.normal(size=(120, 2))
     np.save(tmp_path / "mine.npy", values)
     pd.DataFrame(values, columns=["u", "v"]).to_parquet(tmp_path / "mine.parquet")
+    (tmp_path / "mine.csv.gz").write_bytes(gzip.compress(pd.DataFrame(values, columns=["u", "v"]).to_csv(index=False).encode()))
     (tmp_path / "sheet.xlsx").write_bytes(b"PK not really a spreadsheet")
-    for name in ("mine.npy", "mine.parquet"):
+    for name in ("mine.npy", "mine.csv.gz", "mine.parquet"):
         upload.set_input_files(tmp_path / name)
         expect(data_set_info(page)).to_contain_text(f"{name}: 120 points", timeout=TIMEOUT_MS)
     upload.set_input_files(tmp_path / "sheet.xlsx")
