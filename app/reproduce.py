@@ -22,13 +22,13 @@ from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.data import new_points
 from dpstudio.engine.dbscan import SELECTION_METHODS
+from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset, DatasetCache
 from .studio import METHODS, Studio
 from .wording import name_list
 
 SCHEMA = 1  # the version of the session document; a page refuses any other
-KERNELS = ("cutoff", "gaussian")
 
 
 def data_source(studio: Studio) -> tuple[str | None, str]:

@@ -301,10 +301,6 @@ class ClusteringSession(MethodState):
         model = self._require_data()
         return -1 if self.show_halo and model.halo_[i] else int(model.labels_[i])
 
-    def decision_frame(self) -> pd.DataFrame:
-        model = self._require_data()
-        return pd.DataFrame({"rho": model.rho_, "delta": model.delta_})
-
     def cluster_table(self) -> pd.DataFrame:
         """One row per cluster: size, center (row in the input), its rho and delta, and halo count if shown."""
         model, dataset = self._require_data(), self.dataset

@@ -293,8 +293,8 @@ def constant_features_notice(values: np.ndarray, columns) -> str:
 
 
 def new_points(data, n_dims: int) -> np.ndarray:
-    """Points to add to an index over ``n_dims`` features: a real, finite (m, n_dims) array, m >= 1 (one point may
-    be a 1-D array of n_dims values), as float32."""
+    """Points to add to an index over ``n_dims`` features: a real, finite (m, n_dims) array (m = 0: none; one point
+    may be a 1-D array of n_dims values), as float32."""
     array = np.asarray(data)
     if array.ndim == 1 and array.shape[0] == n_dims:
         array = array[None, :]

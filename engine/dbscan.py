@@ -25,8 +25,9 @@ class _OnIndex(IndexedEstimator):
     """What both estimators share: the spanning tree of their min_samples, and the core distances it holds."""
 
     def _spanning_tree(self, min_samples: int, progress: Progress | None, neighbors: str = "exact") -> SpanningTree:
+        """The tree for ``min_samples`` from the index, on its current points (it becomes ``_tree``)."""
         self._require_fit(needs="indexed_")
-        return self.indexed_.spanning_tree(min_samples, neighbors, progress=progress, timings=self.timings_)
+        return self._current(lambda: self.indexed_.spanning_tree(min_samples, neighbors, progress=progress, timings=self.timings_))
 
     @property
     def core_distances_(self) -> np.ndarray:
@@ -62,6 +63,8 @@ class DBSCAN(_OnIndex):
     labels_, core_sample_indices_, core_distances_, eps_, min_samples_, saturated_cores_ (approximate mode),
     timings_; ``indexed_`` holds the shared index.
     """
+
+    _REFRESH = "call set_min_samples (or fit) again"
 
     def __init__(self, eps: float | None = 0.5, min_samples: int = 5, neighbors: str = "exact", backend: str = "auto"):
         self.eps = eps
@@ -129,10 +132,10 @@ class DBSCAN(_OnIndex):
         return tree.u[within], tree.v[within]
 
     def to_frame(self, rows=None) -> pd.DataFrame:
-        """Per-point results: index (``rows``, default 0..N-1), label, core."""
+        """Per-point results: index (``rows``, default ``rows_``, as ``DensityPeaks.to_frame``), label, core."""
         self._require_fit()
         core = self._backend.to_numpy(self._core)
-        index = np.arange(core.size) if rows is None else np.asarray(rows)
+        index = self.rows_ if rows is None else np.asarray(rows)
         return pd.DataFrame({"index": index, "label": self.labels_, "core": core})
 
 
@@ -171,7 +174,7 @@ class HDBSCAN(_OnIndex):
         self.backend = backend
 
     def fit(self, X, y=None, progress: Progress | None = None) -> HDBSCAN:
-        self._check()
+        check_hdbscan(**self.get_params())
         self._index(X, progress)
         min_samples = self.min_cluster_size if self.min_samples is None else self.min_samples
         if min_samples > self.indexed_.n_points:
@@ -180,15 +183,13 @@ class HDBSCAN(_OnIndex):
         return self.set_selection()
 
     def set_selection(self, min_cluster_size: int | None = None, method: str | None = None, epsilon: float | None = None) -> HDBSCAN:
-        """Select clusters again (new min_cluster_size, method or epsilon) from the cached tree."""
+        """Select clusters again (new min_cluster_size, method or epsilon) from the cached tree. Values that are
+        refused leave the estimator as it was."""
         self._require_fit()
-        if min_cluster_size is not None:
-            self.min_cluster_size = min_cluster_size
-        if method is not None:
-            self.cluster_selection_method = method
-        if epsilon is not None:
-            self.cluster_selection_epsilon = epsilon
-        self._check()
+        given = {"min_cluster_size": min_cluster_size, "cluster_selection_method": method, "cluster_selection_epsilon": epsilon}
+        changed = {name: value for name, value in given.items() if value is not None}
+        check_hdbscan(**{**self.get_params(), **changed})
+        self.set_params(**changed)
         started = time.perf_counter()
         tree = self._tree
         self.condensed_tree_ = hierarchy.condensed_tree(tree.u, tree.v, tree.w2, self.indexed_.n_points, self.min_cluster_size)
@@ -210,21 +211,23 @@ class HDBSCAN(_OnIndex):
         self.timings_["relabel"] = time.perf_counter() - started
 
     def to_frame(self, rows=None) -> pd.DataFrame:
-        """Per-point results: index, label, probability, outlier_score."""
+        """Per-point results: index (``rows``, default ``rows_``), label, probability, outlier_score."""
         self._require_fit()
-        index = np.arange(self.labels_.size) if rows is None else np.asarray(rows)
+        index = self.rows_ if rows is None else np.asarray(rows)
         return pd.DataFrame({"index": index, "label": self.labels_, "probability": self.probabilities_,
                              "outlier_score": self.outlier_scores_})  # fmt: skip
 
-    def _check(self) -> None:
-        size = self.min_cluster_size
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
-            raise ValueError(f"min_cluster_size must be a whole number >= 2, got {size!r}")
-        if self.min_samples is not None:
-            check_min_samples(self.min_samples)
-        if self.cluster_selection_method not in SELECTION_METHODS:
-            raise ValueError(f"cluster_selection_method must be one of {', '.join(SELECTION_METHODS)}, got {self.cluster_selection_method!r}")
-        check_eps(self.cluster_selection_epsilon, "cluster_selection_epsilon", allow_zero=True)
+
+def check_hdbscan(min_cluster_size, min_samples, cluster_selection_method, cluster_selection_epsilon, **_) -> None:
+    """HDBSCAN's parameters (``get_params()``' keys; others, the backend, are ignored)."""
+    size = min_cluster_size
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
+        raise ValueError(f"min_cluster_size must be a whole number >= 2, got {size!r}")
+    if min_samples is not None:
+        check_min_samples(min_samples)
+    if cluster_selection_method not in SELECTION_METHODS:
+        raise ValueError(f"cluster_selection_method must be one of {', '.join(SELECTION_METHODS)}, got {cluster_selection_method!r}")
+    check_eps(cluster_selection_epsilon, "cluster_selection_epsilon", allow_zero=True)
 
 
 def suggest_eps(core_distances: np.ndarray) -> float:

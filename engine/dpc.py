@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import centers as center_rules
+from .dc import check_number
 from .estimator import IndexedEstimator
 from .indexed import Progress, check_kernel
 from .notation import short
@@ -101,6 +102,7 @@ class DensityPeaks(IndexedEstimator):
     """
 
     _FITTED = "_fields"
+    _REFRESH = "call set_dc (or fit) again"
 
     def __init__(
         self, dc: float | None = None, dc_percent: float = 2.0, dc_rule: str = "percent", kernel: str = "cutoff",
@@ -154,7 +156,7 @@ class DensityPeaks(IndexedEstimator):
             dc = self.indexed_.dc_for_entropy(timings=self.timings_)
         elif dc is None:
             dc = self.indexed_.dc_for_percent(self.dc_percent if dc_percent is None else dc_percent, timings=self.timings_)
-        self._fields = self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_, cache=cache)
+        self._fields = self._current(lambda: self.indexed_.fields(kernel, dc, progress=progress, timings=self.timings_, cache=cache))
         self.dc_, self.kernel_ = self._fields.dc, kernel
         return self.assign(centers=centers(self) if callable(centers) else centers)
 
@@ -195,10 +197,9 @@ class DensityPeaks(IndexedEstimator):
         return self.labels_, self.centers_, self._chosen is not None and self._chosen.size < self.centers_.size
 
     def _updated(self, before, mapping) -> None:
-        self._fields = self.indexed_.fields(self.kernel_, self.dc_, timings=self.timings_)
+        self._fields = self._current(lambda: self.indexed_.fields(self.kernel_, self.dc_, timings=self.timings_))
         if self._chosen is None:
-            self._topography = None
-            self.assign()
+            self.assign()  # the topography of the new points (its cache is keyed by the index's version)
         else:
             kept = self._chosen if mapping is None else mapping[self._chosen]
             self.assign(centers=kept[kept >= 0])
@@ -213,8 +214,9 @@ class DensityPeaks(IndexedEstimator):
         """The automatic clustering for (density_k, significance), from the shared index's kNN lists."""
         self._require_fit(needs="indexed_")
         check_topography(self.density_k, self.significance)
-        key = (self.density_k, float(self.significance))
-        if self._topography is None or self._topography_key != key:  # set_params may have changed k or Z
+        # set_params may have changed k or Z, and the points may have changed (this estimator's updates or another's)
+        key = (self.density_k, float(self.significance), self.indexed_.version)
+        if self._topography is None or self._topography_key != key:
             started = time.perf_counter()
             k = min(self.density_k, self.n_points_ - 1) if self.n_points_ > 2 else 2
             ids, sq = (self._backend.to_numpy(a) for a in self.indexed_.neighbours(k, timings=self.timings_))
@@ -252,6 +254,7 @@ class DensityPeaks(IndexedEstimator):
         Centers chosen by a region or count are ordered by decreasing gamma. The densest point is always a
         center, since every parent chain ends there: if it is not chosen it is appended as the last label.
         """
+        self._require_fit()
         check_suggest(self.suggest)  # set_params may have changed it since fit
         automatic = self.suggest == "auto" and all(v is None for v in (centers, rho_min, delta_min, polygon, n_centers))
         if automatic:
@@ -319,6 +322,11 @@ class DensityPeaks(IndexedEstimator):
             candidates = xp.arange(self.n_points_)
             return backend.to_numpy(center_rules.by_gamma(candidates, fields.gamma, xp)[: int(n_centers)])
         if rho_min is not None or delta_min is not None:
+            for name, bound in (("rho_min", rho_min), ("delta_min", delta_min)):
+                if bound is not None:
+                    check_number(name, bound)
+                    if not np.isfinite(bound):  # nothing passes >= nan: the densest point alone, without a word
+                        raise ValueError(f"{name} must be a finite number (or None: no bound), got {bound!r}")
             mask = (fields.rho >= (-np.inf if rho_min is None else rho_min)) & (
                 fields.delta >= (-np.inf if delta_min is None else delta_min)
             )
@@ -389,12 +397,6 @@ class DensityPeaks(IndexedEstimator):
             "parent": np.where(parent >= 0, index[parent], -1),
         })  # fmt: skip
 
-    @property
-    def rows_(self) -> np.ndarray:
-        """The stable row number of every point: its place in the order the points arrived (``IndexedPoints.rows``)."""
-        self._require_fit()
-        return self.indexed_.rows
-
     def _numpy(self, name: str) -> np.ndarray:
         self._require_fit()
         return self._backend.to_numpy(getattr(self._fields, name))
@@ -424,7 +426,8 @@ def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forc
 
     Returns {"clusters": number now, "appeared": new labels that continue no old one, "vanished": old labels that
     none continues, "merged": {vanished old label: new label holding most of its points}, "split": {old label: new
-    labels that appeared and took some of its points}, "moved": points of the old clusters now in another}.
+    labels that appeared and took some of its points}, "moved": points now in another cluster than the one theirs
+    continues as, points of a vanished cluster, and points that became noise or stopped being noise}.
     """
     mapping = np.arange(old_labels.shape[0]) if mapping is None else mapping
     survived = mapping >= 0
@@ -449,8 +452,15 @@ def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forc
             split[a] = took
     return {
         "clusters": len(centers), "appeared": appeared, "vanished": np.flatnonzero(continues < 0).tolist(),
-        "merged": merged, "split": split, "moved": int((continues[old] != new).sum()),
+        "merged": merged, "split": split, "moved": int((_continued_as(old, continues) != new).sum()),
     }  # fmt: skip
+
+
+def _continued_as(old: np.ndarray, continues: np.ndarray) -> np.ndarray:
+    """Each point's old label as it continues now: noise as noise (-1), a vanished cluster as -2, which no new label
+    equals (indexing ``continues`` by -1 took the last cluster's continuation for every noise point)."""
+    kept = continues[np.maximum(old, 0)]
+    return np.where(old < 0, -1, np.where(kept >= 0, kept, -2))
 
 
 def _mutual_majority(old_of: np.ndarray, new_of: np.ndarray, counts: np.ndarray, n_old: int) -> np.ndarray:

@@ -55,16 +55,21 @@ class EntropyDc:
     entropy: np.ndarray
 
 
-def dc_from_entropy(backend, tree: VPTree, points, nearest_sq) -> EntropyDc:
-    """The entropy rule's dc for the indexed points; ``nearest_sq``: each point's squared distance to its nearest
-    other point (the backend's kNN for k = 1). If all points are identical, dc = 1 (as the percent rule)."""
+def dc_from_entropy(backend, tree: VPTree, points, neighbour_sq) -> EntropyDc:
+    """The entropy rule's dc for the indexed points; ``neighbour_sq``: each point's squared distances to its nearest
+    other points, nearest first (the backend's kNN lists), whose first positive one is its nearest distinct point
+    (where every point has a copy, every nearest other point is at 0). If all points are identical, dc = 1 (as
+    the percent rule)."""
     xp, n = backend.xp, tree.n_points
-    nearest = backend.to_numpy(nearest_sq).reshape(-1)
-    nearest = nearest[np.isfinite(nearest) & (nearest > 0)]
-    if nearest.size == 0:
-        return EntropyDc(1.0, 1.0 / DC_PER_SIGMA, np.ones(1), np.zeros(1))
+    distinct = xp.where(xp.isfinite(neighbour_sq) & (neighbour_sq > 0), neighbour_sq, xp.inf).min(axis=1)
+    nearest = backend.to_numpy(distinct)
+    nearest = nearest[np.isfinite(nearest)]
     i, j = pair_indices(n)
     sq = backend.to_numpy(pair_sq_distances(points, xp.asarray(i), xp.asarray(j), xp))
+    if nearest.size == 0:  # more copies of every point than its lists hold: the sampled pairs' distinct ones
+        nearest = sq[sq > 0]
+    if nearest.size == 0:
+        return EntropyDc(1.0, 1.0 / DC_PER_SIGMA, np.ones(1), np.zeros(1))
     sigma_lo = 0.5 * np.sqrt(np.median(nearest.astype(np.float64)))
     sigma_hi = max(np.sqrt(np.quantile(sq.astype(np.float64), RANGE_QUANTILE)) / 3.0, 4.0 * sigma_lo)
     sigma_lo = max(sigma_lo, sigma_hi * 2.0 ** (-MAX_OCTAVES / 2))

@@ -40,6 +40,7 @@ class IndexedEstimator(ParamsMixin):
     backend is then used); ``_FITTED`` names the attribute that a finished fit leaves."""
 
     _FITTED = "_tree"
+    _REFRESH = "fit again"  # what brings an estimator's results to its index's current points
 
     def _index(self, X, progress: Progress | None) -> None:
         self.timings_ = {}
@@ -63,5 +64,24 @@ class IndexedEstimator(ParamsMixin):
         return self.fit(X, progress=progress).labels_
 
     def _require_fit(self, needs: str | None = None) -> None:
+        """Fitted (or holding ``needs``), and, for results, of the index's current points: an ``IndexedPoints``
+        updated through another estimator or itself would be read with the old results' lengths and indices."""
         if not hasattr(self, needs or self._FITTED):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X) first")
+        if needs is None and self._version != self.indexed_.version:
+            raise RuntimeError(f"points were inserted into or deleted from this {type(self).__name__}'s index since its "
+                               f"results were computed: {self._REFRESH} to see them")  # fmt: skip
+
+    def _current(self, compute):
+        """``compute()``'s result from the index, recorded as of its current points (the version is read first: a
+        change meanwhile then reads as one more change, never as none)."""
+        version = self.indexed_.version
+        result = compute()
+        self._version = version
+        return result
+
+    @property
+    def rows_(self) -> np.ndarray:
+        """The stable row number of every point: its place in the order the points arrived (``IndexedPoints.rows``)."""
+        self._require_fit()
+        return self.indexed_.rows

@@ -112,6 +112,9 @@ class IndexedPoints:
         self.index_seconds = time.perf_counter() - started
         self.rows = np.arange(values.shape[0])
         self._next_row = values.shape[0]
+        # counts the changes of the points (insert, delete): what an estimator computed at another version is of
+        # other points, and it says so (``IndexedEstimator._require_fit``) where it would mix them with these
+        self.version = 0
         self._fields: OrderedDict[tuple[str, float], Fields] = OrderedDict()
         self._dc_by_percent: dict[float, float] = {}
         self._dc_by_entropy: EntropyDc | None = None
@@ -161,6 +164,8 @@ class IndexedPoints:
         with self._lock:
             started = time.perf_counter()
             n_old = self.n_points
+            if not values.shape[0]:
+                return np.arange(n_old, n_old)
             points = xp.concatenate((self.points, backend.asarray(values)))
             tree = backend.tree_insert(self.index, points, n_old)
             position = backend.positions_of(tree)
@@ -172,6 +177,7 @@ class IndexedPoints:
             self.rows = np.concatenate((self.rows, np.arange(self._next_row, self._next_row + values.shape[0])))
             self._next_row += values.shape[0]
             self._forget_neighbourhoods()
+            self.version += 1
             backend.synchronize()
             _record(timings, "update", time.perf_counter() - started)
             return np.arange(n_old, self.n_points)
@@ -179,7 +185,7 @@ class IndexedPoints:
     def delete(self, indices, timings: dict | None = None) -> np.ndarray:
         """Remove the points at ``indices``; returns every old index's new index (-1: deleted). At least 2 points
         must stay. Updated and dropped as in ``insert``."""
-        dead = np.unique(np.asarray(indices, dtype=np.int64).reshape(-1))
+        dead = np.unique(point_indices(indices, "indices to delete"))
         if dead.size and (dead[0] < 0 or dead[-1] >= self.n_points):
             raise DataError(f"point index {dead[0] if dead[0] < 0 else dead[-1]} is out of range for {self.n_points} points")
         if self.n_points - dead.size < 2:
@@ -209,6 +215,7 @@ class IndexedPoints:
             self.points, self.index = points, tree
             self.rows = self.rows[mapping >= 0]
             self._forget_neighbourhoods()
+            self.version += 1
             backend.synchronize()
             _record(timings, "update", time.perf_counter() - started)
             return mapping
@@ -245,9 +252,9 @@ class IndexedPoints:
         """The entropy rule's dc with its sigma and H curve, computed once (it reads the nearest neighbours)."""
         with self._lock:
             if self._dc_by_entropy is None:
-                nearest_sq = self.neighbours(1, timings=timings)[1]
+                neighbour_sq = self.neighbours(self.NEIGHBOURS, timings=timings)[1]  # (the lists kept anyway)
                 started = time.perf_counter()
-                self._dc_by_entropy = dc_from_entropy(self.backend, self.index, self.points, nearest_sq)
+                self._dc_by_entropy = dc_from_entropy(self.backend, self.index, self.points, neighbour_sq)
                 self.backend.synchronize()
                 _record(timings, "dc", time.perf_counter() - started)
             else:
@@ -382,6 +389,16 @@ def _core_sq(sq, min_samples: int, xp):
     if min_samples == 1:
         return xp.zeros(sq.shape[0], xp.float32)
     return xp.ascontiguousarray(sq[:, min_samples - 2])
+
+
+def point_indices(indices, what: str) -> np.ndarray:
+    """``indices`` as a 1-D int64 array of point indices; a boolean mask or fractions are refused, not cast (a mask
+    cast to 0s and 1s named points 0 and 1)."""
+    array = np.asarray(indices).reshape(-1)
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{what} must be whole point indices, got dtype {array.dtype}"
+                        + (" (a boolean mask: use np.flatnonzero(mask))" if array.dtype == bool else ""))  # fmt: skip
+    return array.astype(np.int64)
 
 
 def check_min_samples(min_samples) -> None:

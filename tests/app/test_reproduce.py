@@ -323,7 +323,7 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
         ({"method": "dbscan", "dbscan": {"eps": 0.3, "min_samples": 100000}}, "min_samples must be a whole number from 1"),
         # its square overflows even float64: Python's own OverflowError named no field
         ({"method": "dpc", "dpc": {"kernel": "cutoff", "dc": 1e308, "dc_percent": None, "centers": None}},
-         r"dc = 1e\+308 is outside what float32 distances resolve"),
+         r"dc = 1e308 is outside what float32 distances resolve"),
         ({"method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, "selection": "eom", "clusters": [999]}},
          "cluster ids must be between"),
         # (a URL's min_samples follows its min_cluster_size: the message named min_samples)

@@ -87,6 +87,8 @@ def test_assign_by_rectangle_polygon_and_count(rng):
         ({"centers": [0.5]}, "integer"),
         ({"polygon": [(0, 0), (1, 1)]}, "at least 3"),
         ({"polygon": [(0, 0), (1, np.nan), (2, 0)]}, "finite"),
+        ({"rho_min": np.nan}, "rho_min must be a finite number"),  # nothing passes >= nan: it gave the densest point alone
+        ({"delta_min": np.inf}, "delta_min must be a finite number"),
         ({"n_centers": 0}, "whole number from 1 to 100, got 0"),
         ({"n_centers": 101}, "whole number from 1 to 100, got 101"),
         ({"n_centers": 2.5}, "got 2.5"),  # refused, where int() cut it to 2

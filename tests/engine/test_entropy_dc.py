@@ -89,6 +89,15 @@ def test_degenerate_sets_get_a_finite_dc(points):
     assert np.isfinite(dc) and dc > 0  # one point cannot be indexed at all (DataError: need at least 2 points)
 
 
+def test_copies_of_every_point_leave_the_dc_at_the_datas_scale(rng):
+    """Every nearest other point at distance 0 made the rule take all points for identical: dc = 1 at any scale."""
+    base = rng.normal(size=(200, 2)) * 1000
+    once = IndexedPoints(base, backend="cpu").dc_for_entropy()
+    assert IndexedPoints(np.repeat(base, 2, axis=0), backend="cpu").dc_for_entropy() == pytest.approx(once, rel=0.1)
+    many = IndexedPoints(np.repeat(base, 20, axis=0), backend="cpu").dc_for_entropy()  # more copies than a list holds
+    assert 100 < many < 10_000
+
+
 def test_estimator_uses_the_rule_and_caches_it(rng):
     points = blobs(rng, 600)
     indexed = IndexedPoints(points, backend="cpu")

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dpstudio.engine import DBSCAN, DensityPeaks, IndexedPoints
+from dpstudio.engine import DBSCAN, HDBSCAN, DensityPeaks, IndexedPoints
 from dpstudio.engine.data import DataError
 from dpstudio.engine.dpc import cluster_changes
 from dpstudio.engine.vptree import LEAF_SIZE
@@ -403,6 +403,62 @@ def test_the_automatic_clustering_is_computed_again_after_an_update(rng):
     np.testing.assert_array_equal(dp.labels_, fresh.labels_)
     np.testing.assert_array_equal(dp.centers_, fresh.centers_)
     assert dp.changes_["clusters"] == len(fresh.centers_)
+
+
+def test_back_to_the_automatic_clustering_after_an_update_is_of_the_new_points(rng):
+    """The automatic clustering cached before an update was taken again after it (labels of the old N: a read past
+    the end of an array in the kernel that finds each cluster's densest point, and a crash)."""
+    points = CASES["blobs"](rng, n=600).astype(np.float32)
+    dp = DensityPeaks(dc=0.5, backend="cpu").fit(points[:500]).assign(n_centers=3)
+    dp.partial_fit(points[500:])
+    dp.assign()
+    fresh = DensityPeaks(dc=0.5, backend="cpu").fit(points)
+    np.testing.assert_array_equal(dp.labels_, fresh.labels_)
+    np.testing.assert_array_equal(dp.centers_, fresh.centers_)
+    dp.assign(n_centers=3).delete(np.arange(0, 600, 7))
+    np.testing.assert_array_equal(dp.assign().labels_, DensityPeaks(dc=0.5, backend="cpu").fit(np.delete(points, np.arange(0, 600, 7), axis=0)).labels_)
+
+
+def test_estimators_on_an_index_updated_elsewhere_say_so_until_they_see_the_new_points(rng):
+    """Another estimator's insert left DBSCAN with the old tree (labels of the old N), HDBSCAN crashing in its
+    selection, and DensityPeaks with new rho beside old labels."""
+    points = CASES["blobs"](rng, n=420).astype(np.float32)
+    index = IndexedPoints(points[:400], backend="cpu")
+    dp, other = DensityPeaks(dc=0.5, backend="cpu").fit(index), DensityPeaks(dc=0.5, backend="cpu").fit(index)
+    db, hdb = DBSCAN(eps=0.3).fit(index), HDBSCAN(min_cluster_size=10).fit(index)
+    dp.partial_fit(points[400:])
+    assert dp.labels_.shape == (420,)
+    for call, refresh in [(lambda: other.labels_, "set_dc"), (lambda: other.assign(), "set_dc"), (lambda: other.halo_, "set_dc"),
+                          (lambda: other.partial_fit(points[:1]), "set_dc"), (lambda: db.set_eps(0.35), "set_min_samples"),
+                          (lambda: db.to_frame(), "set_min_samples"), (lambda: hdb.set_selection(method="leaf"), "fit again")]:  # fmt: skip
+        with pytest.raises(RuntimeError, match=f"inserted into or deleted from this .*'s index since .*: .*{refresh}"):
+            call()
+    fresh = DensityPeaks(dc=0.5, backend="cpu").fit(points)
+    np.testing.assert_array_equal(other.set_dc(0.5).labels_, fresh.labels_)
+    np.testing.assert_array_equal(db.set_min_samples(5).set_eps(0.35).labels_, DBSCAN(eps=0.35).fit(points).labels_)
+    np.testing.assert_array_equal(hdb.fit(index).labels_, HDBSCAN(min_cluster_size=10).fit(points).labels_)
+    assert index.insert(np.empty((0, 2))).size == 0 and dp.labels_.shape == (420,)  # nothing inserted: nothing stale
+
+
+def test_deleting_by_a_mask_or_by_fractions_is_refused(rng):
+    """A boolean mask cast to 0s and 1s deleted points 0 and 1; 2.9 deleted point 2."""
+    dp = DensityPeaks(dc=0.5, backend="cpu").fit(rng.normal(size=(200, 2)))
+    mask = np.zeros(200, bool)
+    mask[10] = True
+    with pytest.raises(TypeError, match=r"whole point indices, got dtype bool \(a boolean mask: use np.flatnonzero\(mask\)\)"):
+        dp.delete(mask)
+    with pytest.raises(TypeError, match="whole point indices, got dtype float64"):
+        dp.delete([2.9])
+    assert dp.n_points_ == 200 and dp.delete(np.flatnonzero(mask))[11] == 10
+
+
+def test_noise_that_stays_noise_has_not_moved(rng):
+    """Every noise point counted as moved: -1 indexed the last cluster's continuation."""
+    old_labels, labels = np.array([0, 0, 1, 1, -1, -1, -1]), np.array([0, 0, 1, -1, -1, -1, 1, 0])
+    changes = cluster_changes(old_labels, np.array([0, 2]), labels, np.array([0, 2]))
+    assert changes["moved"] == 2  # point 3 became noise, point 6 left the noise; 4 and 5 stayed noise
+    vanished = cluster_changes(old_labels, np.array([0, 2]), np.array([0, 0, -1, 0, -1, -1, -1]), np.array([0]))
+    assert vanished["vanished"] == [1] and vanished["moved"] == 2  # both points of cluster 1, one now noise
 
 
 @pytest.mark.parametrize("case", ["blobs", "with_duplicates"])
