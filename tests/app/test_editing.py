@@ -80,6 +80,21 @@ def test_edits_of_the_automatic_clusters_and_other_methods(studio):
     studio.set_method("dpc")
     studio.add_point(0.0, 0.0)  # a second edit goes on with the same private copy
     assert studio.dataset.base.base is None and studio.dataset.n_points == studio.dataset.base.n_points + 2
+    for method in ("dbscan", "hdbscan"):  # fitted on that copy before the second edit: fitted again on its points
+        studio.set_method(method)
+        assert studio.labels().shape == (studio.dataset.n_points,)
+
+
+def test_back_to_the_automatic_clusters_after_an_edit_clusters_the_edited_points(studio):
+    """Picks, an added point, then Automatic clusters: the clustering cached before the edit came back (2300
+    labels for 2301 points, and centers read past the end of an array)."""
+    studio.dpc.pick_count(3)
+    studio.add_point(0.5, -0.25)
+    studio.dpc.suggest()
+    assert studio.labels().shape == (2301,)
+    assert_fresh(studio)
+    fresh = DensityPeaks(dc=studio.dpc.model.dc_, backend="cpu").fit(studio.dataset.points.values)
+    np.testing.assert_array_equal(studio.dpc.model.centers_, fresh.centers_)
 
 
 def test_wrong_edits_say_why_and_change_nothing(cache, studio):
