@@ -155,6 +155,7 @@ class StudioPage:
         self._stream_paused = ""  # why the stream stopped playing, said until Play
         self.closed = False  # the browser went away (``close``): work for it stops at its next progress report
         self._workers = 0  # actions running in a worker thread now
+        self._switches_queued = 0  # method switches clicked and not yet run: a click back to the shown method counts
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -270,7 +271,7 @@ class StudioPage:
         session, studio = self.session, self.studio
         self.sample.param.watch(self._sample_chosen, "value")
         # widgets that _show_method sets to the state's value: only a user's choice starts an action
-        self.method.param.watch(lambda e: e.new != studio.method and self._method_chosen(e.new), "value")
+        self.method.param.watch(lambda e: (e.new != studio.method or self._switches_queued) and self._method_chosen(e.new), "value")
         self.colour_by.param.watch(lambda e: e.new != studio.colour_by and self._start("Recolouring", studio.set_colour_by, e.new), "value")
         self.pin.on_click(lambda e: self._start("Pinning", studio.pin))
         self.unpin.on_click(lambda e: self._start("Unpinning", studio.unpin))
@@ -492,7 +493,7 @@ class StudioPage:
             if asked_on is not None and asked_on is not self.studio.dataset.original:
                 if not keep_alert:
                     self._say(f"**{label}** was not done: it was asked for on {asked_on.name}, "
-                              "and another data set was loaded before it could run.")
+                              "and another data set was loaded before it could run.", "info")  # no failure: a note
                 self._show_values_in_use()
                 return False
             if not keep_alert:
@@ -562,7 +563,16 @@ class StudioPage:
         self.player.visible = self.step_note.visible = False
         if method != "dpc":
             self._pause_stream(method)
-        self._start(f"Switching to {method.upper()}", self.studio.set_method, method)
+        self._switches_queued += 1
+
+        def switch(progress=None) -> None:
+            try:
+                self.studio.set_method(method, progress=progress)
+            finally:
+                self._switches_queued -= 1
+
+        # a choice of the page, not of a data set's points: clicks during a load go to the data set loaded
+        self._start(f"Switching to {method.upper()}", switch, asked_on=None)
 
     def open_query(self, params: dict[str, list[str]]) -> None:
         """The page's URL parameters (``reproduce.query_document``): a sample and its parameters shown once loaded; a

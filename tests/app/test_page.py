@@ -339,6 +339,7 @@ def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(ca
     assert page.studio.dataset is nested and not page.session.centers_picked
     assert page.session.dc == DensityPeaks().fit(nested.indexed).dc_ and page.dc.value == page.session.dc
     assert "**Changing dc** was not done: it was asked for on blobs" in page.alert.object and page.alert.visible
+    assert page.alert.alert_type == "info"  # a note, not a failure
 
     queued.clear()
     assert run_queued(loop, [partial(page.run, "Starting the stream", page.streaming.start, 50)]) == [True]
@@ -348,6 +349,24 @@ def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(ca
     page.stream_next.clicks += 1
     assert run_queued(loop, queued) == [True, True]
     assert page.streaming.streamed == nested.n_points // 2 + 20
+    loop.close()
+
+
+def test_method_clicks_during_a_load_end_on_the_last_one_clicked_on_the_new_data_set(cache, page, queued):
+    """Clicks on DBSCAN, HDBSCAN and DPC queued behind a load were dropped as asked for on the old data set, and the
+    page ended on a method clicked before the last one, with a red message; a click back to DPC, the method shown
+    while the others waited, was not queued at all."""
+    loop = asyncio.new_event_loop()
+    page.sample.value = "nested"
+    for method in ("dbscan", "hdbscan", "dbscan", "dpc"):
+        page.method.value = method
+    assert run_queued(loop, queued) == [True] * 5
+    assert page.studio.dataset is cache.sample("nested") and page.studio.method == "dpc" and not page.alert.visible
+    queued.clear()
+    page.sample.value = "moons"
+    page.method.value = "hdbscan"
+    assert run_queued(loop, queued) == [True, True] and page.studio.method == "hdbscan"
+    assert page.studio.labels().shape == (cache.sample("moons").n_points,)
     loop.close()
 
 
