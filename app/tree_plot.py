@@ -66,6 +66,7 @@ class TreePlot:
         return self.boxes.opts(
             hv.opts.Rectangles(
                 color="colour", line_color=HALO_GREY, line_width=0.5, invert_yaxis=True, tools=["hover", "tap"],
+                hover_tooltips=TREE_TOOLTIPS,
                 nonselection_alpha=1.0, **frame("Condensed tree", "click a branch to select or deselect it"),
                 xaxis=None, default_tools=["wheel_zoom", "pan", "reset"], responsive=True, height=460, framewise=True,
             )
@@ -87,6 +88,10 @@ class TreePlot:
         boxes = self._current_boxes() if self.state.loaded else NO_BOXES
         return hv.Rectangles(boxes, ["x0", "birth", "x1", "death"], ["cluster", "size", "stability", "label", "colour"]).redim.label(birth="λ")
 
+
+# what a branch is to the analyst (the box's corners and its colour are drawing's, not the tree's)
+TREE_TOOLTIPS = [("cluster", "@cluster"), ("label", "@label"), ("size", "@size"), ("stability", "@stability{0.[000]}"),
+                 ("λ birth", "@birth{0.[000]}"), ("λ death", "@death{0.[000]}")]  # fmt: skip
 
 # before HDBSCAN is shown; colours as strings, as BokehJS expects them in every later frame
 NO_BOXES = pd.DataFrame({**{name: np.empty(0) for name in ("x0", "birth", "x1", "death", "stability")},
