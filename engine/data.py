@@ -269,13 +269,14 @@ def to_points(
     values = values[finite]
     if values.shape[0] < 2:
         raise DataError(f"need at least 2 points, got {values.shape[0]}")
+    read = values
     if standardize:
         spread = values.std(axis=0)
         values = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
     check_scale(values, "rescale the data, or standardize it (--standardize; in the app, tick Standardize and load it again)")
     points = np.ascontiguousarray(values, dtype=np.float32)
     names = tuple(chosen)
-    return Points(points, names, np.flatnonzero(finite), dropped, feature_notes(points, names, None if standardize else values))
+    return Points(points, names, np.flatnonzero(finite), dropped, feature_notes(points, names, read, standardized=standardize))
 
 
 def constant_features_notice(values: np.ndarray, columns) -> str:
@@ -290,6 +291,28 @@ def constant_features_notice(values: np.ndarray, columns) -> str:
     if len(same) == 1:
         return f"feature {named} holds one value on every row: it takes no part in the distances"
     return f"features {named} hold one value on every row: they take no part in the distances"
+
+
+def identifier_features_notice(values: np.ndarray, columns) -> str:
+    """A warning naming the features (of two or more) that hold a different whole number on every row, evenly
+    spaced, in any order, as an id or a row number does: such a column spreads the points along itself and can
+    outweigh every real feature in the distances (3 blobs beside ids 100000-102999 gave one cluster). Else ''."""
+    if values.shape[1] < 2 or values.shape[0] < 3:
+        return ""
+    named = []
+    for j, name in enumerate(columns):  # column by column; a sort only for columns of whole numbers
+        column = values[:, j]
+        if np.array_equal(column, np.round(column)):
+            steps = np.diff(np.sort(column))
+            if steps[0] > 0 and np.all(steps == steps[0]):
+                named.append(f"'{name}'")
+    if not named:
+        return ""
+    if len(named) == 1:
+        return (f"feature {named[0]} holds a different, evenly spaced whole number on every row, as an id or a row "
+                "number does: if it is one, leave it out of the features (it may outweigh them all in the distances)")
+    return (f"features {', '.join(named)} hold a different, evenly spaced whole number on every row, as ids or row "
+            "numbers do: if they are, leave them out of the features (they may outweigh the rest in the distances)")
 
 
 def new_points(data, n_dims: int) -> np.ndarray:
@@ -335,13 +358,16 @@ def check_scale(values: np.ndarray, advice: str, whole_data: bool = True) -> Non
                         f"distances underflow float32 to 0; {advice}")  # fmt: skip
 
 
-def feature_notes(points: np.ndarray, columns, read: np.ndarray | None = None) -> tuple[str, ...]:
+def feature_notes(points: np.ndarray, columns, read: np.ndarray | None = None, standardized: bool = False) -> tuple[str, ...]:
     """Warnings on the features of ``points`` (N, d) float32: those that hold one value on every row, and, given the
-    values ``read`` before float32, those it rounds by more than ``MAX_ROUNDING`` of their spread (values far from 0
-    that vary little: coordinates near 1e7 that vary by a few units became a grid of whole numbers, 2 clusters for
-    3, without a word)."""
+    values ``read`` (before float32, and before a z-score where ``standardized``), those that look like an id or a
+    row number (``identifier_features_notice``) and, unless standardized, those that float32 rounds by more than
+    ``MAX_ROUNDING`` of their spread (values far from 0 that vary little: coordinates near 1e7 that vary by a few
+    units became a grid of whole numbers, 2 clusters for 3, without a word)."""
     notes = [constant_features_notice(points if read is None else read, columns)]  # (as read: not one float32 makes)
-    for j in range(points.shape[1] if read is not None else 0):  # column by column: no copy of the whole array
+    if read is not None:
+        notes.append(identifier_features_notice(read, columns))
+    for j in range(points.shape[1] if read is not None and not standardized else 0):  # column by column: no copy
         column = read[:, j]
         spread, rounding = column.std(), float(np.abs(column - points[:, j]).max())
         if rounding > MAX_ROUNDING * spread and column.max() > column.min():  # (a constant one is noted above)

@@ -278,10 +278,26 @@ def test_features_that_float32_rounds_past_a_hundredth_of_their_spread_are_noted
     assert to_points(gps).notes == ()
     big = rng.normal(size=(600, 1)) * 1e12  # large values that vary as much: float32 keeps them
     # a row count far out: one value in float32, said once (it also said the column held one value, which it does not)
-    assert to_points(np.c_[big, 2**40 + np.arange(600.0)]).notes == (
+    assert to_points(np.c_[big, 2**40 + np.arange(600.0)]).notes[1:] == (  # (the first: it looks like a row number)
         "feature '1' varies by 173 (its standard deviation) around values of 1.1e12, and float32, in which distances "
         "are computed, rounds it to one value: subtract an offset (such as its mean), or standardize, for exact distances",)
     assert to_points(big).notes == ()
+
+
+def test_features_that_look_like_ids_or_row_numbers_are_named(rng):
+    """An id column (100000-102999) beside x and y made one cluster of three blobs, and the page said nothing."""
+    blobs = rng.normal(size=(3000, 2)) + rng.choice([0.0, 8.0, 16.0], size=(3000, 1))
+    table = pd.DataFrame({"id": rng.permutation(np.arange(100_000, 103_000)), "x": blobs[:, 0], "y": blobs[:, 1],
+                          "row": np.arange(0, 6000, 2), "level": rng.integers(0, 5, 3000)})  # fmt: skip
+    for standardize in (False, True):
+        notes = to_points(table, standardize=standardize).notes
+        assert notes == ("features 'id', 'row' hold a different, evenly spaced whole number on every row, as ids or row "
+                         "numbers do: if they are, leave them out of the features (they may outweigh the rest in the "
+                         "distances)",), standardize  # fmt: skip
+    assert to_points(table[["x", "id"]]).notes[0].startswith("feature 'id' holds a different")
+    assert to_points(table[["x", "y", "level"]]).notes == ()  # whole numbers, but shared by many rows
+    assert to_points(table[["id"]]).notes == ()  # one feature: the page draws it against the row itself
+    assert to_points(table[["x", "id"]].iloc[[0, 2, 5]].assign(id=[1, 3, 9])).notes == ()  # not evenly spaced
 
 
 def test_features_with_one_value_on_every_row_are_named(rng):
