@@ -8,7 +8,7 @@ import holoviews as hv
 import numpy as np
 
 from .density_state import DBSCANState, EpsCurve
-from .plot_frame import frame, full_size, small_frame
+from .plot_frame import frame, full_size, small_frame, whole_ticks
 from .plots import detach_streams
 
 CURVE_POINTS = 2000  # points drawn of a curve over N values; the curves are monotone, so this keeps their shape
@@ -68,10 +68,12 @@ class DBSCANPlots:
     def sensitivity(self) -> list[hv.Overlay]:
         """Clusters and noise at every eps, as separate plots for the page to stack: with an hv.Layout's grid
         on this page, BokehJS in Chromium never reached idle and stopped sending the page's events."""
-        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"]}
+        # counts: whole ticks from 0 (a count that never changes, such as no noise at min_samples 1, had ticks at -1.0
+        # and 0.5)
+        opts = {"logx": True, "interpolation": "steps-post", "tools": ["hover"], "ylim": (0, None)}
         return [
-            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**small_frame("Clusters at every ε (exact)", "click or drag to set ε"), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
-            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**small_frame("Noise points at every ε (exact)", "click or drag to set ε"), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.clusters_curve * self.v_lines[0]).opts(hv.opts.Curve(**small_frame("Clusters at every ε (exact)", "click or drag to set ε", (whole_ticks,)), color="#1f77b4", **opts), hv.opts.VLine(**EPS_LINE)),
+            (self.noise_curve * self.v_lines[1]).opts(hv.opts.Curve(**small_frame("Noise points at every ε (exact)", "click or drag to set ε", (whole_ticks,)), color="#7f7f7f", **opts), hv.opts.VLine(**EPS_LINE)),
         ]  # fmt: skip
 
     def close(self) -> None:

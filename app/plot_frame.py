@@ -113,6 +113,11 @@ def small_frame(title: str, instruction: str, hooks: tuple = ()) -> dict:
             "active_tools": ["pan"], "framewise": True}  # fmt: skip
 
 
+def whole_ticks(plot, element) -> None:
+    """A hook for a plot of counts: whole-number ticks on its y axis (no 3.5 clusters, no 0.2 noise points)."""
+    plot.handles["yaxis"].ticker.min_interval = 1
+
+
 def full_size() -> dict:
     """Size options of a plot of the top row: its column's width, at least PLOT_SIZE's height."""
     return {"responsive": True, "min_height": PLOT_SIZE[1], "max_height": 640}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .dbscan_plots import EPS_LINE
-from .plot_frame import small_frame
+from .plot_frame import small_frame, whole_ticks
 from .plots import detach_streams
 from .state import ClusteringSession
 
@@ -47,7 +47,7 @@ class SweepPlot:
         self.curves = [
             (layer(_plateaus) * layer(lambda frame, c=values[column]: hv.Curve(frame, "dc", c)) * self.points[column]
              * layer(lambda frame: hv.VLine(self.session.dc if self.session.loaded else 1.0))).opts(
-                hv.opts.Curve(color=colour, **small_frame(title, "click a point to go to its dc", hooks=(_whole_ticks,) if column == "clusters" else ()),
+                hv.opts.Curve(color=colour, **small_frame(title, "click a point to go to its dc", hooks=(whole_ticks,) if column == "clusters" else ()),
                               logx=True, xlabel="dc", tools=["hover"], **({"ylim": (None, ARI_TOP)} if column == "ari" else {})),
                 hv.opts.Scatter(color=colour, size=6, tools=["hover"]),
                 hv.opts.VLine(**EPS_LINE), hv.opts.VSpans(color=PLATEAU_COLOUR, alpha=0.15))
@@ -76,10 +76,6 @@ class SweepPlot:
 
 NO_SWEEP = pd.DataFrame({"dc": np.empty(0), "clusters": np.empty(0, np.int64), "halo": np.empty(0), "ari": np.empty(0),
                          "plateau": np.empty(0, np.int64)})  # fmt: skip
-
-
-def _whole_ticks(plot, element) -> None:
-    plot.handles["yaxis"].ticker.min_interval = 1  # a count of clusters: no half steps (3.5)
 
 
 def _plateaus(frame: pd.DataFrame) -> hv.VSpans:
