@@ -47,6 +47,14 @@ def bound_slack(n_dims: int) -> float:
     return (n_dims + 8) * 2.0**-20
 
 
+# A Gaussian rho is a sum of its terms exp(-d^2 / dc^2) each rounded to a whole number of 2^-32 (kept as int64):
+# whole numbers add up exactly in any order, so a point's rho does not depend on the order of its terms (tree
+# order, which an update, a permutation of the points or a split among Dask's workers changes). A float64 sum's last
+# bits did, and points of equal rho (a grid's) were then ordered by rounding, not by index. Each term is within
+# 2^-33 of exp; rho up to 2^31 points fits in int64.
+GAUSSIAN_UNIT = 2.0**32
+
+
 def gaussian_reach(dc: float) -> float:
     """Radius beyond which Gaussian weights are dropped (each dropped term is below e^-9)."""
     return 3.0 * dc

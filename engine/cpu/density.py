@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..vptree import LEAF_SIZE, NeighbourGraph, VPTree, bound_slack, reach_rule, rho_reach
+from ..vptree import GAUSSIAN_UNIT, LEAF_SIZE, NeighbourGraph, VPTree, bound_slack, reach_rule, rho_reach
 from . import strips
 from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, run_start, sq_dist
 from .search import nearest_denser
@@ -60,6 +60,7 @@ def _rho_leaves(coords, leaf_start, center, radius, depth, reach2, reach_lo, rea
         for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
             q = coords[:, p].copy()
             total = np.float64(certain)
+            units = np.int64(0)  # Gaussian: whole units of 1 / GAUSSIAN_UNIT, exact in any order
             for c in range(n_candidates):
                 j = candidates[c]
                 lower, upper = ball_distance(q, center, radius, leaf_offset + j, slack)
@@ -78,8 +79,8 @@ def _rho_leaves(coords, leaf_start, center, radius, depth, reach2, reach_lo, rea
                 else:
                     for t in range(end - start):
                         if sq[t] < reach2 and start + t != p:
-                            total += np.exp(-np.float64(sq[t]) * inv_dc2)
-            rho[p] = total if gaussian else total - 1.0  # a cut-off count includes the point itself
+                            units += np.int64(np.rint(np.exp(-np.float64(sq[t]) * inv_dc2) * GAUSSIAN_UNIT))
+            rho[p] = units / GAUSSIAN_UNIT if gaussian else total - 1.0  # a cut-off count includes the point itself
 
 
 @nb.njit(parallel=True, nogil=True, cache=True)

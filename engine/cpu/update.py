@@ -16,7 +16,7 @@ import dataclasses
 import numba as nb
 import numpy as np
 
-from ..vptree import LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach, tree_depth
+from ..vptree import GAUSSIAN_UNIT, LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach, tree_depth
 from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, run_start, sq_dist
 from .index import build_vptree, node_ball
 from .search import nearest_denser
@@ -266,6 +266,7 @@ def _rho_at(coords, leaf_start, center, radius, depth, positions, reach2, reach_
             p = positions[i]
             q = coords[:, p].copy()
             total = 0.0
+            units = np.int64(0)  # Gaussian: whole units of 1 / GAUSSIAN_UNIT, as density's rho sums them
             nodes[0], levels[0], top = 0, 0, 1
             while top > 0:
                 top -= 1
@@ -280,13 +281,15 @@ def _rho_at(coords, leaf_start, center, radius, depth, positions, reach2, reach_
                     start, end = leaf_start[j], leaf_start[j + 1]
                     leaf_sq_dists(coords, q, start, end, sq)
                     for t in range(start, end):
-                        if sq[t - start] < reach2 and (not gaussian or t != p):
-                            total += np.exp(-np.float64(sq[t - start]) * inv_dc2) if gaussian else 1.0
+                        if sq[t - start] < reach2 and not gaussian:
+                            total += 1.0
+                        elif sq[t - start] < reach2 and t != p:
+                            units += np.int64(np.rint(np.exp(-np.float64(sq[t - start]) * inv_dc2) * GAUSSIAN_UNIT))
                 else:
                     nodes[top], levels[top] = 2 * k + 1, level + 1
                     nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
                     top += 2
-            out[i] = total if gaussian else total - 1.0  # a cut-off count includes the point itself
+            out[i] = units / GAUSSIAN_UNIT if gaussian else total - 1.0  # a cut-off count includes the point itself
 
 
 def rho_at(tree: VPTree, positions: np.ndarray, dc: float, kernel: str) -> np.ndarray:

@@ -37,8 +37,7 @@ __global__ void brute_rho(const float* __restrict__ coords, i64 n, int d, float 
     const i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
     float q[MAXD];
     if (i < n) load_query<MAXD>(coords, n, d, i, q);
-    double total = 0.0;
-    long long count = 0;
+    long long units = 0, count = 0;  // Gaussian: whole units of 2^-32 per term (vptree.py's GAUSSIAN_UNIT)
     for (i64 base = 0; base < n; base += TILE) {
         load_tile(coords, n, d, base, tile);
         __syncthreads();
@@ -47,7 +46,7 @@ __global__ void brute_rho(const float* __restrict__ coords, i64 n, int d, float 
             for (int t = 0; t < m; ++t) {
                 const float d2 = tile_sq<MAXD>(tile, t, d, q);
                 if (GAUSSIAN) {
-                    if (d2 < reach2 && base + t != i) total += exp(-(double)d2 * inv_dc2);
+                    if (d2 < reach2 && base + t != i) units += __double2ll_rn(exp(-(double)d2 * inv_dc2) * 4294967296.0);
                 } else {
                     count += d2 < reach2;
                 }
@@ -55,7 +54,7 @@ __global__ void brute_rho(const float* __restrict__ coords, i64 n, int d, float 
         }
         __syncthreads();
     }
-    if (i < n) rho[i] = GAUSSIAN ? total : (double)(count - 1);
+    if (i < n) rho[i] = GAUSSIAN ? (double)units * 2.3283064365386963e-10 : (double)(count - 1);
 }
 
 // nearest denser point (rank order given), ties to the smaller index; the densest gets its farthest distance

@@ -56,6 +56,12 @@ __device__ __forceinline__ Bounds ball_bounds(float d2, float radius, double sla
 // the same in float, for the hot loops of rho and delta: sqrt, the sum, the difference and the pad each round by at most
 // 2^-24 of s + r, so FLOAT_BOUND_SLACK (2^-21) added to the relative slack covers them (float_slack, once per kernel)
 #define FLOAT_BOUND_SLACK 4.76837158203125e-07f
+
+// A Gaussian term exp(-d^2 / dc^2) in whole units of 2^-32, rounded to nearest even as NumPy's rint (GAUSSIAN_UNIT)
+#define GAUSSIAN_STEP 2.3283064365386963e-10  // 2^-32
+__device__ __forceinline__ long long gaussian_units(float d2, double inv_dc2) {
+    return __double2ll_rn(exp(-(double)d2 * inv_dc2) * 4294967296.0);
+}
 struct BoundsF { float lower, upper; };
 __device__ __forceinline__ float float_slack(double slack) { return (float)slack + FLOAT_BOUND_SLACK; }
 __device__ __forceinline__ BoundsF ball_bounds_f(float d2, float radius, float slack_f) {
@@ -680,7 +686,8 @@ extern "C" __global__ void add_node_tallies(const i64* __restrict__ leaf_start, 
 }
 
 // Gaussian rho sums exp(-d^2 / dc^2) over every pair within reach, so it needs each pair's distance and decides
-// no node as inside; every point sums its own pairs, in tree order as on the CPU. With `slot` (update.py's rho_at)
+// no node as inside; every point sums its own pairs, each term rounded to whole units of 2^-32 (GAUSSIAN_UNIT in
+// vptree.py), which add up exactly in any order, as on the CPU. With `slot` (update.py's rho_at)
 // only the positions p with slot[p] >= 0 are queries, and rho[slot[p]] gets theirs; without it (nullptr) all are.
 extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n, int d, int depth,
                                         const i64* __restrict__ leaf_start, const float* __restrict__ center,
@@ -694,7 +701,7 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
     const float reach_hi_f = __double2float_ru(reach_hi), slack_f = float_slack(slack);
     float self[SELF_DIMS];
     own_coords(coords, n, d, w.pq, self);
-    double total = 0.0;
+    long long units = 0;
 
     Visit stack[STACK];
     stack[0] = {0, 0, (int)n, __ballot_sync(FULL_MASK, w.active)};
@@ -715,10 +722,10 @@ extern "C" __global__ void gaussian_rho(const float* __restrict__ coords, i64 n,
         if (near)
             for (i64 t = v.start; t < v.end; ++t) {
                 const float d2 = sq_between(coords, n, d, t, w.p);
-                if (d2 < reach2 && t != w.p) total += exp(-(double)d2 * inv_dc2);
+                if (d2 < reach2 && t != w.p) units += gaussian_units(d2, inv_dc2);
             }
     }
-    if (w.active) rho[slot != nullptr ? slot[w.p] : w.p] = total;
+    if (w.active) rho[slot != nullptr ? slot[w.p] : w.p] = (double)units * GAUSSIAN_STEP;
 }
 
 // ---------------------------------------------------------------------------------------------------------
