@@ -40,7 +40,7 @@ from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
 from .pointing import NothingInside
-from .reproduce import apply_session, command_line, query_document, read_session, saved_name, session_json
+from .reproduce import apply_session, command_line, query_document, query_fallback, read_session, saved_name, session_json
 from .studio import Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
 from .streaming import BASE_PERCENT, Streaming
@@ -63,6 +63,7 @@ BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
+SHOWS_THE_REST = "The page shows the URL's data set and method, with their defaults."
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
@@ -579,12 +580,26 @@ class StudioPage:
         bad one is said in the alert and the page opens as usual."""
         if not params:
             return
+        fallback = query_fallback(params)
         try:
             document = query_document(params)
         except ValueError as exc:
-            self._say(f"**Opening the URL's parameters failed:** {exc}")
+            self._say(f"**Opening the URL's parameters failed:** {exc}" + (f". {SHOWS_THE_REST}" if fallback else ""))
+            if fallback is not None:  # (the message stays up while it loads)
+                self._start("Opening the URL's data set and method", self._apply_session, fallback, asked_on=None, keep_alert=True)
             return
-        self._start("Opening the URL's parameters", self._apply_session, document, asked_on=None)
+        self._start("Opening the URL's parameters", self._open_url, document, fallback, asked_on=None)
+
+    def _open_url(self, document: dict, fallback: dict | None, progress=None) -> None:
+        """A URL's session document; where the data set refuses one of its values (a min_samples above its size),
+        its data set and method with their defaults, and the refusal raised for the page to say."""
+        try:
+            self._apply_session(document, progress)
+        except ValueError as exc:
+            if fallback is None:
+                raise
+            self._apply_session(fallback, progress)
+            raise ValueError(f"{exc}. {SHOWS_THE_REST}") from exc
 
     def _session_chosen(self, *events) -> None:
         content, chosen = self.load_session.value, any(e.name == "filename" and e.new for e in events)

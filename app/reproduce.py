@@ -240,6 +240,18 @@ def query_document(query: str | dict) -> dict:
     return _checked(document)
 
 
+def query_fallback(query: dict) -> dict | None:
+    """What a URL's query still shows when one of its values is refused: its data set and method, with their
+    defaults (a refused eps opened the page on DPC); None where that is the query itself, or is refused too."""
+    layout = {name: query[name] for name in ("sample", "features", "standardize", "method") if name in query}
+    if not layout or layout == query:
+        return None
+    try:
+        return query_document(layout)
+    except ValueError:
+        return None
+
+
 def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:
     """Show a (checked) session document: its sample loaded from the cache if it names one, else it must be the
     data set shown; then its features, its edited points if any (DPC fitted on them afresh, at the saved dc), each

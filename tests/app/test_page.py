@@ -607,3 +607,17 @@ def test_dpcs_step_through_goes_at_the_click_on_another_method(page, monkeypatch
     page._show_values_in_use()  # the switch refused: DPC is still shown
     assert page.step_note.visible and page.player.visible
 
+
+
+@pytest.mark.parametrize(("query", "refused"), [
+    ({"sample": ["moons"], "method": ["dbscan"], "eps": ["-1"]}, "eps must be a finite positive number, got -1.0. The page"),  # in the URL
+    ({"sample": ["moons"], "method": ["hdbscan"], "min_cluster_size": ["5000"]}, "min_cluster_size"),  # by the data set
+])  # fmt: skip
+def test_a_urls_refused_value_leaves_its_data_set_and_method_shown(cache, page, queued, query, refused):
+    """A refused eps opened the page on DPC: the method the URL asked for was lost with it."""
+    page.open_query(query)
+    assert run_queued(asyncio.new_event_loop(), queued) in ([True], [False])
+    method = query["method"][0]
+    assert page.studio.dataset is cache.sample("moons") and page.studio.method == method and page.method.value == method
+    assert page.alert.visible and refused in page.alert.object
+    assert page.alert.object.endswith(". The page shows the URL's data set and method, with their defaults.")
