@@ -328,8 +328,33 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
     studio.set_method(document["method"], progress=progress)
 
 
+# every field a session document may have, by where it is: one the page does not read is refused by name (a typo
+# such as "centres" loaded as if it were not there)
+FIELDS = {
+    "the session": {"dpstudio_session", "dataset", "method", *METHODS},
+    "dataset": {"name", "sample", "n_points", "features", "standardized", "edits"},
+    "edits": {"rows", "added"},
+    "dpc": {"kernel", "dc", "dc_percent", "centers", "picked_at"},
+    "picked_at": {"kernel", "dc", "centers"},
+    "dbscan": {"eps", "min_samples"},
+    "hdbscan": {"min_cluster_size", "min_samples", "selection", "clusters"},
+}
+
+
+def _known_fields(document: dict) -> None:
+    """Refuse a field of the document that the page does not read, naming it and where it is."""
+    dataset, dpc = document.get("dataset"), document.get("dpc")
+    places = {"the session": document, "dataset": dataset, "edits": dataset.get("edits") if isinstance(dataset, dict) else None,
+              "dpc": dpc, "picked_at": dpc.get("picked_at") if isinstance(dpc, dict) else None,
+              "dbscan": document.get("dbscan"), "hdbscan": document.get("hdbscan")}  # fmt: skip
+    for where, fields in places.items():
+        if isinstance(fields, dict) and (unknown := sorted(set(fields) - FIELDS[where])):
+            raise ValueError(f"unknown field {unknown[0]!r} in {where} (its fields: {', '.join(sorted(FIELDS[where]))})")
+
+
 def _checked(document: dict) -> dict:
     """The document's fields checked for type and range (not against a data set: see apply_session)."""
+    _known_fields(document)
     dataset = document.get("dataset")
     if not isinstance(dataset, dict):
         raise ValueError("the session names no data set")

@@ -260,6 +260,9 @@ def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, mes
         ('{"dpstudio_session": 1, "dataset": {"n_points": "2300"}, "method": "dpc"}', "n_points must be a whole number"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "hdbscan", "hdbscan": {"min_cluster_size": 15, "min_samples": 15, '
          '"selection": "median"}}', "selection must be one of eom, leaf, got 'median'"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "bogus": 1}', "unknown field 'bogus' in the session"),  # loaded silently
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centres": [1]}}',
+         r"unknown field 'centres' in dpc \(its fields: centers, dc, dc_percent, kernel, picked_at\)"),
     ],
 )
 def test_bad_session_files_are_refused_with_the_field(text, message):
