@@ -41,7 +41,7 @@ from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whol
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
 from .pointing import NothingInside
 from .reproduce import apply_session, command_line, query_document, query_fallback, read_session, saved_name, session_json
-from .studio import Studio
+from .studio import EDIT_UNDO_DEPTH, Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
 from .streaming import BASE_PERCENT, Streaming
 from .sweep_plot import SweepPlot
@@ -223,6 +223,7 @@ class StudioPage:
         self.stream_log = pn.widgets.Tabulator(show_index=False, disabled=True, sizing_mode="stretch_width", height=260,
                                                layout="fit_data_stretch")  # the last column, the changes, takes the rest
         self.lasso_mode = pn.widgets.RadioButtonGroup(name="A lasso in the 2-D view", options=LASSO_MODES, **CHOICE_STYLE)
+        self.undo_edit = pn.widgets.Button(name="Undo the last edit", disabled=True)
         self.edges = pn.widgets.Checkbox(name="The tree's edges within ε (they join the core points)")
         self.circles = pn.widgets.Checkbox(name="The ε circle of every core point (where the view shows the features)")
         self.edges_size_note = pn.pane.Markdown(css_classes=["dp-status"])
@@ -317,6 +318,8 @@ class StudioPage:
         self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value, redraw=True))
         self.clear.on_click(lambda e: self._start("Relabelling", session.clear, redraw=True))
         self.undo.on_click(lambda e: self._start("Relabelling", session.undo, redraw=True))
+        self.undo_edit.on_click(lambda e: self._start("Undoing the last edit", studio.undo_edit, redraw=True))
+        studio.param.watch(lambda e: setattr(self.undo_edit, "disabled", not e.new), "can_undo_edit")
         self.accept.on_click(lambda e: self._start("Relabelling", session.confirm, redraw=True))
         self.cancel.on_click(self._cancel_choice)
         self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry, redraw=True))
@@ -356,8 +359,9 @@ class StudioPage:
         edit = pn.Column(
             pn.pane.Markdown("Add a point with a click, or delete points with a lasso, in the 2-D view: the "
                              "incremental engine updates ρ, δ and the labels at once. The edits are this page's own; "
-                             "choosing the data set again gives it back as it was.", css_classes=["dp-status"]),
-            self.click_mode, self.lasso_mode,
+                             f"Undo takes back the last {EDIT_UNDO_DEPTH}, and choosing the data set again gives it back "
+                             "as it was.", css_classes=["dp-status"]),
+            self.click_mode, self.lasso_mode, self.undo_edit,
             "#### Stream",
             pn.pane.Markdown("Replay the data set as a stream: a fit on its first points, then batches inserted by "
                              "the incremental engine, at a fixed dc. The log is under the plots.",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -32,6 +32,17 @@ from .sweep import dc_sweep, sweep_dcs
 
 UNDO_DEPTH = 50
 CONFIRM_ABOVE = 1000  # a choice of more centers waits for confirm(): it is nearly always a sloppy lasso
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a session showed before an edit, kept apart from the edits that follow (``ClusteringSession.kept``)."""
+
+    dataset: Dataset
+    model: DensityPeaks
+    picks: Picks | None
+    history: tuple
+    dc_percent: float | None
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,20 @@ class ClusteringSession(MethodState):
             model = copy.deepcopy(model)
         change(model)
         self.show_model(model, edited)
+
+    def kept(self) -> Shown:
+        """What this session shows, as it will stay through the edits to come: a shared data set and its model as
+        they are (the first edit copies them), this session's own in a copy (an edit changes them in place)."""
+        model, dataset = self._require_data(), self.dataset
+        if dataset.base is not None:
+            model = copy.deepcopy(model)
+            dataset = replace(dataset, indexed=model.indexed_)
+        return Shown(dataset, model, self._picks, tuple(self._history), self.dc_percent)
+
+    def restore(self, shown: Shown) -> None:
+        """Show again what ``kept`` kept: its data set, model, centers, undo history and dc rule."""
+        self._model, self._history = shown.model, list(shown.history)
+        self._publish(shown.picks, timings=dict(shown.model.timings_), dataset=shown.dataset, sweep=None, dc_percent=shown.dc_percent)
 
     def show_model(self, model: DensityPeaks, edited: Callable) -> None:
         """Show a model of this session's own points (edited, or a stream's first points, fitted afresh);

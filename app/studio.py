@@ -22,10 +22,11 @@ from .datasets import Dataset
 from .density_state import DBSCANState, HDBSCANState
 from .method_state import MethodState
 from .pointing import NothingInside, inside_lasso, nearest_point
-from .state import ClusteringSession
+from .state import ClusteringSession, Shown
 
 METHODS = ("dpc", "dbscan", "hdbscan")
 COLOUR_BY = ("clusters", "truth")
+EDIT_UNDO_DEPTH = 5  # edits by a click or a lasso that Undo can take back (each keeps a copy of the session's index)
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,14 @@ class Studio(param.Parameterized):
     revision = param.Integer(default=0, constant=True, doc="bumped whenever the 2-D view's colours change")
     pointed = param.Integer(default=None, allow_None=True, constant=True, doc="the point under the mouse, if any")
     selected = param.Array(default=None, constant=True, doc="mask of the points lassoed in the 2-D view, or None")
+    can_undo_edit = param.Boolean(default=False, constant=True, doc="an edit by a click or a lasso to take back")
 
     def __init__(self, dc_percent: float = 2.0, **params):
         super().__init__(**params)
         self.dpc = ClusteringSession(dc_percent=dc_percent)
         self.dbscan, self.hdbscan = DBSCANState(), HDBSCANState()
         self.states: dict[str, MethodState] = {"dpc": self.dpc, "dbscan": self.dbscan, "hdbscan": self.hdbscan}
+        self._edits: list[Shown] = []  # what DPC showed before each edit Undo can take back, the last one last
         for state in self.states.values():
             state.param.watch(self._state_changed, "revision")
 
@@ -137,7 +140,7 @@ class Studio(param.Parameterized):
                              f"this one shows {self.x_axis} and {self.y_axis}")  # fmt: skip
         at = {self.x_axis: x, self.y_axis: y}
         point = np.array([[at[name] for name in columns]], np.float64)
-        self.edit(lambda model: model.partial_fit(point))
+        self.edit(lambda model: model.partial_fit(point), undoable=True)
 
     def delete_in_view(self, geometry) -> None:
         """Delete the points inside a lasso drawn on the 2-D view, with DPC's incremental engine."""
@@ -147,12 +150,28 @@ class Studio(param.Parameterized):
         inside = np.flatnonzero(inside_lasso(*self.plot_coordinates("view"), vertices))
         if not inside.size:
             raise NothingInside("Nothing deleted: the lasso holds no point.")
-        self.edit(lambda model: model.delete(inside))
+        self.edit(lambda model: model.delete(inside), undoable=True)
 
-    def edit(self, change, order: np.ndarray | None = None) -> None:
+    def edit(self, change, order: np.ndarray | None = None, undoable: bool = False) -> None:
         """Points added or deleted by ``change(model)`` (see ``ClusteringSession.edit``; ``order`` as in
-        ``Dataset.edited``): DPC updates in place; the other methods compute again when next shown."""
+        ``Dataset.edited``): DPC updates in place; the other methods compute again when next shown. ``undoable``
+        (a click's or a lasso's edit): ``undo_edit`` can take it back; another edit (a stream's batch) or data set
+        leaves nothing to take back."""
+        before, earlier = (self.dpc.kept() if undoable else None), self._edits
         self._show_points(partial(self.dpc.edit, change), order)
+        if undoable:
+            self._set_edits([*earlier[-(EDIT_UNDO_DEPTH - 1) :], before])
+
+    def undo_edit(self) -> None:
+        """Back to the points, centers and dc rule DPC showed before the last edit by a click or a lasso."""
+        if not self._edits:
+            raise ValueError("there is no edit to undo")
+        if self.method != "dpc":
+            raise ValueError("edits are undone while DPC is shown (its engine holds the edited points)")
+        *earlier, last = self._edits
+        self.dpc.restore(last)
+        self._after_points_changed()
+        self._set_edits(earlier)
 
     def show_points(self, model, order: np.ndarray) -> None:
         """DPC fitted afresh on some of the data set's points (a stream's first points; ``order`` as in
@@ -164,14 +183,25 @@ class Studio(param.Parameterized):
         if self.method != "dpc":
             raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
         show(partial(self.dataset.edited, order=order))
+        self._after_points_changed()
+
+    def _after_points_changed(self) -> None:
+        """DPC's data set shown on the same axes where it has them; the other methods compute again when shown."""
         dataset = self.dpc.dataset
         for state in (self.dbscan, self.hdbscan):
             state.close()
         axes = (self.x_axis, self.y_axis) if {self.x_axis, self.y_axis} <= set(dataset.axes) else dataset.default_axes()
         self._show_dataset(dataset, axes)
 
+    def _set_edits(self, edits: list) -> None:
+        self._edits = edits
+        with param.edit_constant(self):
+            self.can_undo_edit = bool(edits)
+
     def _show_dataset(self, dataset: Dataset, axes: tuple[str, str]) -> None:
-        """Another data set (or the same one edited) on these axes; the pin, colouring and selection are reset."""
+        """Another data set (or the same one edited) on these axes; the pin, colouring and selection are reset, and
+        no edit is left to undo (``edit`` and ``undo_edit`` then set what is)."""
+        self._set_edits([])
         with param.edit_constant(self):
             self.param.x_axis.objects = self.param.y_axis.objects = list(dataset.axes)
             self.param.update(dataset=dataset, x_axis=axes[0], y_axis=axes[1], pinned=None, colour_by="clusters",

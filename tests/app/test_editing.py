@@ -144,3 +144,39 @@ def test_one_feature_says_why_a_click_adds_no_point(cache, tmp_path):
     with pytest.raises(ValueError, match="data of two features.*this data set has 1"):
         studio.add_point(1.0, 3.0)
     studio.close()
+
+
+def test_undo_takes_edits_back_one_by_one_to_the_data_set_as_loaded(cache, studio):
+    """A stray lasso deleted points for good: only choosing the data set again gave them back, with every other
+    edit lost."""
+    blobs = cache.sample("blobs")
+    studio.dpc.pick_count(3)
+    picked, dc_percent = studio.dpc.centers.copy(), studio.dpc.dc_percent
+    studio.add_point(0.5, -0.25)
+    after_add = studio.labels().copy()
+    studio.delete_in_view(square_around(0.0, 0.0, 1.0))
+    assert studio.dataset.n_points < 2301 and studio.can_undo_edit
+    studio.undo_edit()
+    assert studio.dataset.n_points == 2301 and studio.dataset.base is blobs
+    np.testing.assert_array_equal(studio.labels(), after_add)
+    assert_fresh(studio, picked_rows=blobs.points.rows[picked])
+    studio.undo_edit()
+    assert studio.dataset is blobs and not studio.can_undo_edit
+    assert studio.dpc.dc_percent == dc_percent and studio.dpc.centers_picked
+    np.testing.assert_array_equal(studio.dpc.centers, picked)
+    np.testing.assert_array_equal(studio.labels(), DensityPeaks(dc=studio.dpc.dc, backend="cpu").fit(blobs.indexed).assign(centers=picked).labels_)
+    studio.dpc.undo()  # the centers' own history comes back with the points: back to the automatic clusters
+    assert not studio.dpc.centers_picked
+    with pytest.raises(ValueError, match="no edit to undo"):
+        studio.undo_edit()
+
+
+def test_edits_undone_after_more_edits_are_of_their_own_points_and_a_stream_batch_leaves_none(studio):
+    for x in (0.5, 1.5, 2.5):  # the later edits change the session's own index in place: the kept ones are copies
+        studio.add_point(x, -0.25)
+    studio.undo_edit()
+    assert studio.dataset.n_points == 2302
+    assert_fresh(studio)
+    studio.add_point(3.0, 3.0)
+    studio.edit(lambda model: model.partial_fit(np.array([[4.0, 4.0]])))  # a stream's batch: no undo across it
+    assert not studio.can_undo_edit

@@ -161,6 +161,15 @@ def test_a_click_adds_a_point_and_a_lasso_deletes_points(page: Page, server):
     lasso(page, view, [(0.8, 0.16), (0.88, 0.16), (0.88, 0.24), (0.8, 0.24)])
     expect(page.get_by_text("Nothing deleted: the lasso holds no point")).to_be_visible(timeout=TIMEOUT_MS)
     assert points_shown(info) == left
+    # Undo takes the delete back, then the added point, and is disabled when nothing is left to take back
+    undo = page.get_by_role("button", name="Undo the last edit")
+    undo.click()
+    expect(info).to_contain_text("blobs (edited): 2,301 points", timeout=TIMEOUT_MS)
+    undo.click()
+    expect(info).to_contain_text("blobs: 2,300 points", timeout=TIMEOUT_MS)
+    expect(undo).to_be_disabled(timeout=TIMEOUT_MS)
+    click_at(page, view, 0.15, 0.16)  # (the click mode is still "adds a point")
+    expect(info).to_contain_text("blobs (edited): 2,301 points", timeout=TIMEOUT_MS)
     # choosing the data set again gives it back as it was
     page.locator("select").first.select_option("blobs")
     expect(info).to_contain_text("blobs: 2,300 points", timeout=TIMEOUT_MS)
