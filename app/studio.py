@@ -285,3 +285,4 @@ class Studio(param.Parameterized):
     def close(self) -> None:
         for state in self.states.values():
             state.close()
+        self._edits = []  # (each holds a model and its index)
