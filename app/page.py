@@ -156,7 +156,8 @@ class StudioPage:
         self._stream_paused = ""  # why the stream stopped playing, said until Play
         self.closed = False  # the browser went away (``close``): work for it stops at its next progress report
         self._workers = 0  # actions running in a worker thread now
-        self._switches_queued = 0  # method switches clicked and not yet run: a click back to the shown method counts
+        self._switches_queued = 0  # method switches clicked and not yet run (counted on the event loop)
+        self._method_wanted = self.studio.method  # what the method buttons show: the last one clicked, while queued
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -273,7 +274,7 @@ class StudioPage:
         session, studio = self.session, self.studio
         self.sample.param.watch(self._sample_chosen, "value")
         # widgets that _show_method sets to the state's value: only a user's choice starts an action
-        self.method.param.watch(lambda e: (e.new != studio.method or self._switches_queued) and self._method_chosen(e.new), "value")
+        self.method.param.watch(lambda e: e.new != self._method_wanted and self._method_chosen(e.new), "value")
         self.colour_by.param.watch(lambda e: e.new != studio.colour_by and self._start("Recolouring", studio.set_colour_by, e.new), "value")
         self.pin.on_click(lambda e: self._start("Pinning", studio.pin))
         self.unpin.on_click(lambda e: self._start("Unpinning", studio.unpin))
@@ -568,16 +569,19 @@ class StudioPage:
         self.player.visible = self.step_note.visible = False
         if method != "dpc":
             self._pause_stream(method)
+        self._method_wanted = method
         self._switches_queued += 1
+        pn.state.execute(partial(self._switch_method, method))
 
-        def switch(progress=None) -> None:
-            try:
-                self.studio.set_method(method, progress=progress)
-            finally:
-                self._switches_queued -= 1
-
-        # a choice of the page, not of a data set's points: clicks during a load go to the data set loaded
-        self._start(f"Switching to {method.upper()}", switch, asked_on=None)
+    async def _switch_method(self, method: str) -> None:
+        """A method clicked, shown once the work before it is done. A choice of the page, not of a data set's
+        points: clicks during a load go to the data set loaded, in order."""
+        try:
+            await self.run(f"Switching to {method.upper()}", self.studio.set_method, method, asked_on=None)
+        finally:
+            self._switches_queued -= 1  # (here, on the event loop, where it was counted)
+            if not self._switches_queued:
+                self._show_method()  # the buttons back to the method shown, where the last switch failed
 
     def open_query(self, params: dict[str, list[str]]) -> None:
         """The page's URL parameters (``reproduce.query_document``): a sample and its parameters shown once loaded; a
@@ -907,7 +911,8 @@ class StudioPage:
     def _show_method(self, *events) -> None:
         """What belongs to the method shown, the colouring, and the comparison with the pinned clustering."""
         studio = self.studio
-        self.method.value = studio.method
+        if not self._switches_queued:  # (while switches wait, the buttons show the last one clicked)
+            self._method_wanted = self.method.value = studio.method
         self.colour_by.param.update(value=studio.colour_by, disabled=studio.dataset.truth is None)
         self.unpin.disabled = studio.pinned is None
         self.dpc_panel.visible = studio.method == "dpc"
