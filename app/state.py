@@ -151,17 +151,20 @@ class ClusteringSession(MethodState):
 
     def kept(self) -> Shown:
         """What this session shows, as it will stay through the edits to come: a shared data set and its model as
-        they are (the first edit copies them), this session's own in a copy (an edit changes them in place)."""
+        they are (the first edit copies them), this session's own in a copy (an edit changes them in place) that
+        keeps only the fields shown: the index's other caches are computed again if asked for."""
         model, dataset = self._require_data(), self.dataset
         if dataset.base is not None:
             model = copy.deepcopy(model)
+            model.indexed_.forget_caches(keep=(model.kernel_, model.dc_))
             dataset = replace(dataset, indexed=model.indexed_)
         return Shown(dataset, model, self._picks, tuple(self._history), self.dc_percent)
 
     def restore(self, shown: Shown) -> None:
-        """Show again what ``kept`` kept: its data set, model, centers, undo history and dc rule."""
+        """Show again what ``kept`` kept: its data set, model, centers, undo history, dc rule and kernel."""
         self._model, self._history = shown.model, list(shown.history)
-        self._publish(shown.picks, timings=dict(shown.model.timings_), dataset=shown.dataset, sweep=None, dc_percent=shown.dc_percent)
+        self._publish(shown.picks, timings=dict(shown.model.timings_), dataset=shown.dataset, sweep=None,
+                      dc_percent=shown.dc_percent, kernel=shown.model.kernel_)  # fmt: skip
 
     def show_model(self, model: DensityPeaks, edited: Callable) -> None:
         """Show a model of this session's own points (edited, or a stream's first points, fitted afresh);

@@ -157,10 +157,11 @@ class Studio(param.Parameterized):
         ``Dataset.edited``): DPC updates in place; the other methods compute again when next shown. ``undoable``
         (a click's or a lasso's edit): ``undo_edit`` can take it back; another edit (a stream's batch) or data set
         leaves nothing to take back."""
+        self._require_dpc_shown()
         before, earlier = (self.dpc.kept() if undoable else None), self._edits
         self._show_points(partial(self.dpc.edit, change), order)
         if undoable:
-            self._set_edits([*earlier[-(EDIT_UNDO_DEPTH - 1) :], before])
+            self._set_edits([*earlier, before][-EDIT_UNDO_DEPTH:])
 
     def undo_edit(self) -> None:
         """Back to the points, centers and dc rule DPC showed before the last edit by a click or a lasso."""
@@ -180,10 +181,13 @@ class Studio(param.Parameterized):
 
     def _show_points(self, show, order: np.ndarray | None) -> None:
         """``show(edited)`` puts this session's own points in DPC; ``edited(index)`` gives their data set."""
-        if self.method != "dpc":
-            raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
+        self._require_dpc_shown()
         show(partial(self.dataset.edited, order=order))
         self._after_points_changed()
+
+    def _require_dpc_shown(self) -> None:
+        if self.method != "dpc":
+            raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
 
     def _after_points_changed(self) -> None:
         """DPC's data set shown on the same axes where it has them; the other methods compute again when shown."""

@@ -166,6 +166,7 @@ class IndexedPoints:
             n_old = self.n_points
             if not values.shape[0]:
                 return np.arange(n_old, n_old)
+            self.version += 1  # first: a result read while the points change is of another version, never this one
             points = xp.concatenate((self.points, backend.asarray(values)))
             tree = backend.tree_insert(self.index, points, n_old)
             position = backend.positions_of(tree)
@@ -177,7 +178,6 @@ class IndexedPoints:
             self.rows = np.concatenate((self.rows, np.arange(self._next_row, self._next_row + values.shape[0])))
             self._next_row += values.shape[0]
             self._forget_neighbourhoods()
-            self.version += 1
             backend.synchronize()
             _record(timings, "update", time.perf_counter() - started)
             return np.arange(n_old, self.n_points)
@@ -198,6 +198,7 @@ class IndexedPoints:
         backend, xp = self.backend, self.backend.xp
         with self._lock:
             started = time.perf_counter()
+            self.version += 1  # first, as in insert
             if xp is np:
                 on_device = mapping
             else:  # built on the device from the few deleted indices: no copy of an N-sized array
@@ -215,7 +216,6 @@ class IndexedPoints:
             self.points, self.index = points, tree
             self.rows = self.rows[mapping >= 0]
             self._forget_neighbourhoods()
-            self.version += 1
             backend.synchronize()
             _record(timings, "update", time.perf_counter() - started)
             return mapping
@@ -227,6 +227,15 @@ class IndexedPoints:
 
             self._replicas = Replicas(self.client, self.backend.to_numpy(self.points), self.backend.name)
         return self._replicas
+
+    def forget_caches(self, keep: tuple[str, float] | None = None) -> None:
+        """Drop every cached result but the fields of ``keep`` = (kernel, dc): what is dropped is computed again when
+        next asked for (a copy kept to go back to holds the points, the tree and the fields shown)."""
+        with self._lock:
+            kept = {key: fields for key, fields in self._fields.items() if key == (keep[0], float(keep[1]))} if keep else {}
+            self._fields = OrderedDict(kept)
+            self._neighbours = None
+            self._forget_neighbourhoods()
 
     def _forget_neighbourhoods(self) -> None:
         """Drop what every point's change may change and is not updated in place."""

@@ -180,3 +180,12 @@ def test_edits_undone_after_more_edits_are_of_their_own_points_and_a_stream_batc
     studio.add_point(3.0, 3.0)
     studio.edit(lambda model: model.partial_fit(np.array([[4.0, 4.0]])))  # a stream's batch: no undo across it
     assert not studio.can_undo_edit
+
+
+def test_an_edit_undone_after_a_kernel_change_shows_the_kernel_it_was_made_with(studio):
+    """Undo gave back the cut-off model while the page, a saved session and the copied command said Gaussian."""
+    studio.add_point(0.5, -0.25)
+    studio.dpc.set_dc(kernel="gaussian")
+    studio.undo_edit()
+    assert studio.dpc.kernel == studio.dpc.model.kernel_ == "cutoff"
+    assert "--kernel gaussian" not in command_line(studio)
