@@ -192,8 +192,8 @@ class HDBSCAN(_OnIndex):
         self.set_params(**changed)
         started = time.perf_counter()
         tree = self._tree
-        self.condensed_tree_ = hierarchy.condensed_tree(tree.u, tree.v, tree.w2, self.indexed_.n_points, self.min_cluster_size)
-        selection = hierarchy.select_clusters(self.condensed_tree_, self.cluster_selection_method, float(self.cluster_selection_epsilon))
+        self._condensed = hierarchy.condensed_tree(tree.u, tree.v, tree.w2, self.indexed_.n_points, self.min_cluster_size)
+        selection = hierarchy.select_clusters(self._condensed, self.cluster_selection_method, float(self.cluster_selection_epsilon))
         self._label(selection, started)
         return self
 
@@ -206,9 +206,34 @@ class HDBSCAN(_OnIndex):
         return self
 
     def _label(self, selection: hierarchy.Selection, started: float) -> None:
-        self.labels_, self.probabilities_, self.outlier_scores_ = selection.labels, selection.probabilities, selection.outlier_scores
-        self.selected_clusters_ = selection.selected
+        self._selection = selection
         self.timings_["relabel"] = time.perf_counter() - started
+
+    # results, each of the index's points as they were when computed (``_require_fit``)
+    @property
+    def condensed_tree_(self) -> hierarchy.CondensedTree:
+        self._require_fit()
+        return self._condensed
+
+    @property
+    def labels_(self) -> np.ndarray:
+        self._require_fit()
+        return self._selection.labels
+
+    @property
+    def probabilities_(self) -> np.ndarray:
+        self._require_fit()
+        return self._selection.probabilities
+
+    @property
+    def outlier_scores_(self) -> np.ndarray:
+        self._require_fit()
+        return self._selection.outlier_scores
+
+    @property
+    def selected_clusters_(self) -> np.ndarray:
+        self._require_fit()
+        return self._selection.selected
 
     def to_frame(self, rows=None) -> pd.DataFrame:
         """Per-point results: index (``rows``, default ``rows_``), label, probability, outlier_score."""

@@ -268,7 +268,7 @@ class DensityPeaks(IndexedEstimator):
             chosen = np.append(chosen, densest)
         self._labels = backend.labels(fields.parent, fields.order, backend.asarray(chosen))
         backend.synchronize()
-        self.centers_ = chosen
+        self._centers = chosen
         self._halo, self._clusters = None, self._labels
         self.timings_["relabel"] = time.perf_counter() - started
         return self
@@ -280,7 +280,7 @@ class DensityPeaks(IndexedEstimator):
         labels = result.labels(noise=self.noise)
         self._labels = self._backend.asarray(labels)
         self._clusters = self._backend.asarray(result.cluster_labels)  # the halo needs every point's cluster
-        self.centers_ = self._densest_by_rho(labels, result.centers.size)
+        self._centers = self._densest_by_rho(labels, result.centers.size)
         self._halo = None
         self.timings_["relabel"] = time.perf_counter() - started
         return self
@@ -346,6 +346,12 @@ class DensityPeaks(IndexedEstimator):
     @property
     def n_points_(self) -> int:
         return self.indexed_.n_points
+
+    @property
+    def centers_(self) -> np.ndarray:
+        """Center point indices, in label order (the densest point among them)."""
+        self._require_fit()
+        return self._centers
 
     @property
     def rho_(self) -> np.ndarray:
@@ -459,6 +465,8 @@ def cluster_changes(old_labels, old_centers, labels, centers, mapping=None, forc
 def _continued_as(old: np.ndarray, continues: np.ndarray) -> np.ndarray:
     """Each point's old label as it continues now: noise as noise (-1), a vanished cluster as -2, which no new label
     equals (indexing ``continues`` by -1 took the last cluster's continuation for every noise point)."""
+    if not continues.size:  # no old cluster: every old point was noise
+        return np.full(old.shape, -1, np.int64)
     kept = continues[np.maximum(old, 0)]
     return np.where(old < 0, -1, np.where(kept >= 0, kept, -2))
 

@@ -439,7 +439,8 @@ def test_estimators_on_an_index_updated_elsewhere_say_so_until_they_see_the_new_
     assert dp.labels_.shape == (420,)
     for call, refresh in [(lambda: other.labels_, "set_dc"), (lambda: other.assign(), "set_dc"), (lambda: other.halo_, "set_dc"),
                           (lambda: other.partial_fit(points[:1]), "set_dc"), (lambda: db.set_eps(0.35), "set_min_samples"),
-                          (lambda: db.to_frame(), "set_min_samples"), (lambda: hdb.set_selection(method="leaf"), "fit again")]:  # fmt: skip
+                          (lambda: db.to_frame(), "set_min_samples"), (lambda: hdb.set_selection(method="leaf"), "fit again"),
+                          (lambda: hdb.labels_, "fit again"), (lambda: hdb.probabilities_, "fit again"), (lambda: other.centers_, "set_dc")]:  # fmt: skip
         with pytest.raises(RuntimeError, match=f"inserted into or deleted from this .*'s index since .*: .*{refresh}"):
             call()
     fresh = DensityPeaks(dc=0.5, backend="cpu").fit(points)
