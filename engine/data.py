@@ -293,26 +293,30 @@ def constant_features_notice(values: np.ndarray, columns) -> str:
     return f"features {named} hold one value on every row: they take no part in the distances"
 
 
+IDENTIFIER_MIN_ROWS = 20  # fewer rows are too few to tell an id from a feature (doses 1, 2, 3)
+
+
 def identifier_features_notice(values: np.ndarray, columns) -> str:
-    """A warning naming the features (of two or more) that hold a different whole number on every row, evenly
-    spaced, in any order, as an id or a row number does: such a column spreads the points along itself and can
-    outweigh every real feature in the distances (3 blobs beside ids 100000-102999 gave one cluster). Else ''."""
-    if values.shape[1] < 2 or values.shape[0] < 3:
+    """A warning naming the features (of two or more) that hold a different whole number on every row, filling at
+    least half of their range, in any order, as an id or a row number does (rows dropped or filtered out leave
+    gaps): such a column spreads the points along itself and can outweigh every real feature in the distances (3
+    blobs beside ids 100000-102999 gave one cluster). Else ''."""
+    n = values.shape[0]
+    if values.shape[1] < 2 or n < IDENTIFIER_MIN_ROWS:
         return ""
     named = []
-    for j, name in enumerate(columns):  # column by column; a sort only for columns of whole numbers
+    for j, name in enumerate(columns):  # column by column; the cheap range test first (no sort for most columns)
         column = values[:, j]
-        if np.array_equal(column, np.round(column)):
-            steps = np.diff(np.sort(column))
-            if steps[0] > 0 and np.all(steps == steps[0]):
-                named.append(f"'{name}'")
+        span = float(column.max() - column.min())
+        if n - 1 <= span < 2 * n and np.array_equal(column, np.round(column)) and np.unique(column).size == n:
+            named.append(f"'{name}'")
     if not named:
         return ""
     if len(named) == 1:
-        return (f"feature {named[0]} holds a different, evenly spaced whole number on every row, as an id or a row "
-                "number does: if it is one, leave it out of the features (it may outweigh them all in the distances)")
-    return (f"features {', '.join(named)} hold a different, evenly spaced whole number on every row, as ids or row "
-            "numbers do: if they are, leave them out of the features (they may outweigh the rest in the distances)")
+        return (f"feature {named[0]} holds a different whole number on every row, as an id or a row number does: if "
+                "it is one, leave it out of the features (it may outweigh them all in the distances)")
+    return (f"features {', '.join(named)} hold a different whole number on every row, as ids or row numbers do: if "
+            "they are, leave them out of the features (they may outweigh the rest in the distances)")
 
 
 def new_points(data, n_dims: int) -> np.ndarray:

@@ -66,8 +66,9 @@ def dc_from_entropy(backend, tree: VPTree, points, neighbour_sq) -> EntropyDc:
     nearest = nearest[np.isfinite(nearest)]
     i, j = pair_indices(n)
     sq = backend.to_numpy(pair_sq_distances(points, xp.asarray(i), xp.asarray(j), xp))
-    if nearest.size == 0:  # more copies of every point than its lists hold: the sampled pairs' distinct ones
-        nearest = sq[sq > 0]
+    if nearest.size == 0:  # more copies of every point than its lists hold (a Likert scale's answers): the closest
+        positive = sq[sq > 0]  # distinct pair sampled (the pairs' median is the typical distance, far above it)
+        nearest = positive.min(keepdims=True) if positive.size else positive
     if nearest.size == 0:
         return EntropyDc(1.0, 1.0 / DC_PER_SIGMA, np.ones(1), np.zeros(1))
     sigma_lo = 0.5 * np.sqrt(np.median(nearest.astype(np.float64)))

@@ -291,13 +291,16 @@ def test_features_that_look_like_ids_or_row_numbers_are_named(rng):
                           "row": np.arange(0, 6000, 2), "level": rng.integers(0, 5, 3000)})  # fmt: skip
     for standardize in (False, True):
         notes = to_points(table, standardize=standardize).notes
-        assert notes == ("features 'id', 'row' hold a different, evenly spaced whole number on every row, as ids or row "
-                         "numbers do: if they are, leave them out of the features (they may outweigh the rest in the "
+        assert notes == ("features 'id', 'row' hold a different whole number on every row, as ids or row numbers "
+                         "do: if they are, leave them out of the features (they may outweigh the rest in the "
                          "distances)",), standardize  # fmt: skip
-    assert to_points(table[["x", "id"]]).notes[0].startswith("feature 'id' holds a different")
+    with_gaps = table[["x", "id"]].assign(x=np.where(np.arange(3000) % 7 == 0, np.nan, table["x"]))  # rows dropped
+    assert to_points(with_gaps, drop_nonfinite=True).notes[0].startswith("feature 'id' holds a different whole number")
     assert to_points(table[["x", "y", "level"]]).notes == ()  # whole numbers, but shared by many rows
     assert to_points(table[["id"]]).notes == ()  # one feature: the page draws it against the row itself
-    assert to_points(table[["x", "id"]].iloc[[0, 2, 5]].assign(id=[1, 3, 9])).notes == ()  # not evenly spaced
+    spread = table[["x"]].assign(count=rng.choice(10**6, 3000, replace=False))  # distinct, but far apart
+    assert to_points(spread).notes == ()
+    assert to_points(pd.DataFrame({"dose": [1.0, 2.0, 3.0], "x": [0.1, 0.5, 0.2]})).notes == ()  # too few rows to tell
 
 
 def test_features_with_one_value_on_every_row_are_named(rng):
