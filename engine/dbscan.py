@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import hierarchy
-from .estimator import IndexedEstimator
+from .estimator import IndexedEstimator, fitted_result
 from .indexed import Progress, SpanningTree, check_min_samples
 from .vptree import float32_square
 
@@ -210,30 +210,11 @@ class HDBSCAN(_OnIndex):
         self.timings_["relabel"] = time.perf_counter() - started
 
     # results, each of the index's points as they were when computed (``_require_fit``)
-    @property
-    def condensed_tree_(self) -> hierarchy.CondensedTree:
-        self._require_fit()
-        return self._condensed
-
-    @property
-    def labels_(self) -> np.ndarray:
-        self._require_fit()
-        return self._selection.labels
-
-    @property
-    def probabilities_(self) -> np.ndarray:
-        self._require_fit()
-        return self._selection.probabilities
-
-    @property
-    def outlier_scores_(self) -> np.ndarray:
-        self._require_fit()
-        return self._selection.outlier_scores
-
-    @property
-    def selected_clusters_(self) -> np.ndarray:
-        self._require_fit()
-        return self._selection.selected
+    condensed_tree_ = fitted_result(lambda self: self._condensed)
+    labels_ = fitted_result(lambda self: self._selection.labels)
+    probabilities_ = fitted_result(lambda self: self._selection.probabilities)
+    outlier_scores_ = fitted_result(lambda self: self._selection.outlier_scores)
+    selected_clusters_ = fitted_result(lambda self: self._selection.selected)
 
     def to_frame(self, rows=None) -> pd.DataFrame:
         """Per-point results: index (``rows``, default ``rows_``), label, probability, outlier_score."""

@@ -10,7 +10,7 @@ import pandas as pd
 
 from . import centers as center_rules
 from .dc import check_number
-from .estimator import IndexedEstimator
+from .estimator import IndexedEstimator, fitted_result
 from .indexed import Progress, check_kernel
 from .notation import short
 from .topography import Topography, check_topography, densest_of_each, topography
@@ -347,11 +347,7 @@ class DensityPeaks(IndexedEstimator):
     def n_points_(self) -> int:
         return self.indexed_.n_points
 
-    @property
-    def centers_(self) -> np.ndarray:
-        """Center point indices, in label order (the densest point among them)."""
-        self._require_fit()
-        return self._centers
+    centers_ = fitted_result(lambda self: self._centers)  # point indices in label order, the densest point among them
 
     @property
     def rho_(self) -> np.ndarray:

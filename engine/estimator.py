@@ -35,6 +35,17 @@ class ParamsMixin:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
 
+def fitted_result(read) -> property:
+    """A learned attribute: ``read(estimator)`` once ``_require_fit`` has found the estimator fitted, on its index's
+    current points."""
+
+    def get(estimator):
+        estimator._require_fit()
+        return read(estimator)
+
+    return property(get)
+
+
 class IndexedEstimator(ParamsMixin):
     """An estimator over an ``IndexedPoints``: ``fit`` builds one from X, or shares X when it already is one (its
     backend is then used); ``_FITTED`` names the attribute that a finished fit leaves."""
