@@ -14,7 +14,7 @@ import numpy as np
 
 from ..vptree import GAUSSIAN_UNIT, LEAF_SIZE, NeighbourGraph, VPTree, bound_slack, reach_rule, rho_reach
 from . import strips
-from .geometry import STACK, ball_distance, chunks, leaf_sq_dists, node_min, run_start, sq_dist
+from .geometry import STACK, ball_distance, chunks, gaussian_units, leaf_sq_dists, node_min, run_start, sq_dist
 from .search import nearest_denser
 
 
@@ -79,7 +79,7 @@ def _rho_leaves(coords, leaf_start, center, radius, depth, reach2, reach_lo, rea
                 else:
                     for t in range(end - start):
                         if sq[t] < reach2 and start + t != p:
-                            units += np.int64(np.rint(np.exp(-np.float64(sq[t]) * inv_dc2) * GAUSSIAN_UNIT))
+                            units += gaussian_units(sq[t], inv_dc2)
             rho[p] = units / GAUSSIAN_UNIT if gaussian else total - 1.0  # a cut-off count includes the point itself
 
 

@@ -1,7 +1,10 @@
-"""Helpers shared by the CPU kernels: the float32 distance rule, the tree's run arithmetic and node bounds."""
+"""Helpers shared by the CPU kernels: the float32 distance rule, the tree's run arithmetic, node bounds, and the
+Gaussian kernel's term."""
 
 import numba as nb
 import numpy as np
+
+from ..vptree import GAUSSIAN_UNIT
 
 BLOCK = 256  # queries per parallel task: one traversal stack per task
 STACK = 128  # deeper than any tree: depth <= 58 for int64 sizes, and each level adds at most one entry
@@ -15,6 +18,12 @@ def sq_dist(a, b):
         diff = np.float32(a[c] - b[c])
         acc += diff * diff
     return acc
+
+
+@nb.njit(inline="always", cache=True)
+def gaussian_units(sq, inv_dc2):
+    """A Gaussian rho term exp(-d^2 / dc^2) in whole units of 1 / GAUSSIAN_UNIT (vptree.py), nearest, ties to even."""
+    return np.int64(np.rint(np.exp(-np.float64(sq) * inv_dc2) * GAUSSIAN_UNIT))
 
 
 @nb.njit(inline="always", cache=True)

@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 
 from ..vptree import GAUSSIAN_UNIT, LEAF_SIZE, VPTree, bound_slack, reach_rule, rho_reach, tree_depth
-from .geometry import BLOCK, STACK, ball_distance, leaf_sq_dists, node_min, run_start, sq_dist
+from .geometry import BLOCK, STACK, ball_distance, gaussian_units, leaf_sq_dists, node_min, run_start, sq_dist
 from .index import build_vptree, node_ball
 from .search import nearest_denser
 
@@ -281,10 +281,12 @@ def _rho_at(coords, leaf_start, center, radius, depth, positions, reach2, reach_
                     start, end = leaf_start[j], leaf_start[j + 1]
                     leaf_sq_dists(coords, q, start, end, sq)
                     for t in range(start, end):
-                        if sq[t - start] < reach2 and not gaussian:
+                        if sq[t - start] >= reach2:
+                            continue
+                        if not gaussian:
                             total += 1.0
-                        elif sq[t - start] < reach2 and t != p:
-                            units += np.int64(np.rint(np.exp(-np.float64(sq[t - start]) * inv_dc2) * GAUSSIAN_UNIT))
+                        elif t != p:
+                            units += gaussian_units(sq[t - start], inv_dc2)
                 else:
                     nodes[top], levels[top] = 2 * k + 1, level + 1
                     nodes[top + 1], levels[top + 1] = 2 * k + 2, level + 1
