@@ -19,8 +19,7 @@ import pandas as pd
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError, IndexedPoints, Points, to_points
-from dpstudio.engine.data import feature_notes
-from dpstudio.engine.data import file_type, read_upload
+from dpstudio.engine.data import feature_notes, file_type, read_upload
 from dpstudio.engine.indexed import Progress
 from dpstudio.engine.projection import pca_2d, tsne_2d
 
