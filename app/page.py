@@ -40,7 +40,8 @@ from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
 from .pointing import NothingInside
-from .reproduce import apply_session, command_line, query_document, query_fallback, read_session, saved_name, session_json
+from .reproduce import (apply_session, command_line, page_query, query_document, query_fallback, read_session, saved_name,
+                        session_json)
 from .studio import EDIT_UNDO_DEPTH, Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
 from .streaming import BASE_PERCENT, Streaming
@@ -63,6 +64,7 @@ BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
+ADDRESS_FOLLOWS = "window.history.replaceState(window.history.state, '', window.location.pathname + cb_obj.value + window.location.hash)"
 SHOWS_THE_REST = "The page shows the URL's data set and method, with their defaults."
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
@@ -257,6 +259,10 @@ class StudioPage:
                                                 sizing_mode="stretch_width")  # fmt: skip
         self.copy_command = pn.widgets.Button(name="Copy as command")
         self.copy_command.js_on_click(args={"source": self.command}, code="navigator.clipboard.writeText(source.value)")
+        # the browser's address follows the page (``page_query``), so that a reload, a bookmark or a copied link
+        # opens what is shown; replaced, not pushed: Back would change the address and not the page
+        self.address = pn.widgets.TextInput(visible=False)
+        self.address.jscallback(value=ADDRESS_FOLLOWS)
         # sticky: an error answers a control that may be far down the page, and it stays in view while scrolled there
         self.alert = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width",
                                    styles={"position": "sticky", "top": "0", "z-index": "10"})
@@ -389,7 +395,7 @@ class StudioPage:
             "### Compare", pn.pane.Markdown("Colour points by", margin=(0, 10)), self.colour_by, self.truth_note,
             pn.Row(self.pin, self.unpin),
             "### Results", self.download_csv, self.download_parquet, self.save_session,
-            self.load_session, self.command, self.copy_command,
+            self.load_session, self.command, self.copy_command, self.address,
             pn.pane.Markdown(f"Engine: **{backend}**", css_classes=["dp-status"]),
             width=330,
         )  # fmt: skip
@@ -961,6 +967,7 @@ class StudioPage:
         self._show_comparison()
         self._show_status()
         self.command.value = command_line(self.studio)
+        self.address.value = page_query(self.studio)
 
     def _align_floats(self, table: pd.DataFrame) -> None:
         """Show each float column of ``table`` with one count of decimals (Gaussian ρ wrote 84.6 above 82.28, and

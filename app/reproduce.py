@@ -14,7 +14,7 @@ import json
 import math
 import shlex
 from pathlib import Path
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
 
@@ -74,6 +74,42 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
     if dataset.base is not None:
         note = "  # points were added or deleted on the page: this clusters the file as it is (a saved session keeps the edits)"
     return shlex.join([*args, "--out", out]) + note
+
+
+def page_query(studio: Studio) -> str:
+    """The URL query that opens the page as it is shown (``query_document`` reads it back to the same clustering):
+    the sample, its features and scaling, the method and its parameters, and DPC's centers or HDBSCAN's clusters
+    where picked; "" for a file or edited points, which no URL can name. Centers followed from another dc are
+    written as they are at this one (a saved session also keeps the dc they were picked at)."""
+    sample, _ = data_source(studio)
+    dataset = studio.dataset
+    if sample is None or dataset.base is not None:
+        return ""
+    query = {"sample": sample}
+    if dataset.points.columns != dataset.available:
+        query["features"] = ",".join(dataset.points.columns)
+    if dataset.standardized:
+        query["standardize"] = "1"
+    query["method"] = studio.method
+    if studio.method == "dpc":
+        dpc = studio.dpc
+        if dpc.kernel != "cutoff":
+            query["kernel"] = dpc.kernel
+        if dpc.dc_percent is not None:
+            query["dc_percent"] = _exact(dpc.dc_percent)
+        else:
+            query["dc"] = _exact(dpc.dc)
+        if dpc.centers_picked:  # as chosen; none (Clear) is written ",", as on the command line
+            query["centers"] = ",".join(str(int(c)) for c in dpc.model.chosen_centers_) or ","
+    elif studio.method == "dbscan":
+        query.update(eps=_exact(studio.dbscan.eps), min_samples=str(studio.dbscan.min_samples))
+    else:
+        hdbscan = studio.hdbscan
+        query.update(min_cluster_size=str(hdbscan.min_cluster_size), min_samples=str(hdbscan.min_samples),
+                     selection=hdbscan.selection)  # fmt: skip
+        if hdbscan.hand_picked:
+            query["clusters"] = ",".join(str(int(c)) for c in hdbscan.model.selected_clusters_) or ","
+    return "?" + urlencode(query, safe=",")
 
 
 def _file_centers(dataset: Dataset, centers: np.ndarray) -> np.ndarray:
@@ -195,10 +231,11 @@ def query_document(query: str | dict) -> dict:
         raise ValueError(f"URL parameter {repeated[0]!r} is given more than once")
     if {"dc", "dc_percent"} <= set(params):
         raise ValueError("give dc or dc_percent, not both")
-    if "centers" in params and not params["centers"].strip(", "):
-        raise ValueError("centers is empty: give point indices, e.g. centers=3,17")
+    for name in ("centers", "clusters"):  # (none picked is ",", as on the command line)
+        if name in params and not params[name].strip():
+            raise ValueError(f"{name} is empty: give {'point indices, e.g. centers=3,17' if name == 'centers' else 'cluster ids'}, or ',' for none")
     unknown = set(params) - {"sample", "features", "standardize", "method", "kernel", "dc", "dc_percent", "centers",
-                             "eps", "min_samples", "min_cluster_size", "selection"}  # fmt: skip
+                             "eps", "min_samples", "min_cluster_size", "selection", "clusters"}  # fmt: skip
     if unknown:
         raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
     method = params.get("method", "dpc")
@@ -206,7 +243,7 @@ def query_document(query: str | dict) -> dict:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     # a parameter of a method the URL does not show was ignored, or shown for a moment (an eps: DBSCAN, then DPC)
     owners = {"eps": ("DBSCAN's", ["dbscan"]), "min_samples": ("DBSCAN and HDBSCAN's", ["dbscan", "hdbscan"]),
-              "min_cluster_size": ("HDBSCAN's", ["hdbscan"]), "selection": ("HDBSCAN's", ["hdbscan"]),
+              **{name: ("HDBSCAN's", ["hdbscan"]) for name in ("min_cluster_size", "selection", "clusters")},
               **{name: ("DPC's", ["dpc"]) for name in ("kernel", "dc", "dc_percent", "centers")}}  # fmt: skip
     for name, (whose, methods) in owners.items():
         if name in params and method not in methods:
@@ -228,15 +265,17 @@ def query_document(query: str | dict) -> dict:
             "kernel": params.get("kernel", "cutoff"),
             "dc": number("dc", params["dc"]) if "dc" in params else None,
             "dc_percent": number("dc_percent", params["dc_percent"]) if "dc_percent" in params else None,
-            "centers": None if centers is None else [whole("centers", c) for c in centers.split(",") if c.strip()],
+            "centers": None if centers is None else _whole_list("centers", centers),
         }  # fmt: skip
     if method == "dbscan":
         document["dbscan"] = {"eps": number("eps", params["eps"]) if "eps" in params else None,
                               "min_samples": whole("min_samples", params.get("min_samples", "5"))}  # fmt: skip
     if method == "hdbscan":
         size = whole("min_cluster_size", params.get("min_cluster_size", "15"))
+        clusters = params.get("clusters")
         document["hdbscan"] = {"min_cluster_size": size, "selection": params.get("selection", "eom"),
-                               "min_samples": whole("min_samples", params.get("min_samples", str(size))), "clusters": None}  # fmt: skip
+                               "min_samples": whole("min_samples", params.get("min_samples", str(size))),
+                               "clusters": None if clusters is None else _whole_list("clusters", clusters)}  # fmt: skip
     return _checked(document)
 
 
@@ -323,7 +362,7 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
     if (hdbscan := document.get("hdbscan")) is not None:
         studio.set_method("hdbscan", progress=progress)
         studio.hdbscan.set_parameters(hdbscan["min_cluster_size"], hdbscan["min_samples"], hdbscan["selection"], progress=progress)
-        if hdbscan.get("clusters"):
+        if hdbscan.get("clusters") is not None:  # [] too: every cluster deselected on the tree
             studio.hdbscan.set_clusters(hdbscan["clusters"])
     studio.set_method(document["method"], progress=progress)
 
@@ -427,6 +466,10 @@ def _whole_from_text(name: str, text: str) -> int:
     if not value.is_integer():  # not cut to a whole number without a word (centers=1.5 was point 1)
         raise ValueError(f"{name} must be a whole number, got {text!r}")
     return int(value)
+
+
+def _whole_list(name: str, text: str) -> list[int]:
+    return [_whole_from_text(name, c) for c in text.split(",") if c.strip()]
 
 
 def _positive(name: str, value) -> None:

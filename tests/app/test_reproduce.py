@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import pytest
 
 from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.reproduce import apply_session, command_line, query_document, read_session, session_document, session_json
+from dpstudio.app.reproduce import (apply_session, command_line, page_query, query_document, read_session, session_document,
+                                   session_json)
 from dpstudio.app.streaming import Streaming
 from dpstudio.app.studio import Studio
 
@@ -303,7 +305,8 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
                            ("colour=red", "unknown URL parameter 'colour'"), ("method=dbscan&eps=-1", "eps must be a finite positive"),
                            ("sample=moons&sample=blobs", "URL parameter 'sample' is given more than once"),
                            ("dc=0.1&dc_percent=3", "give dc or dc_percent, not both"),
-                           ("sample=moons&centers=", "centers is empty"), ("centers=,", "centers is empty"),
+                           ("sample=moons&centers=", "centers is empty"), ("method=hdbscan&clusters=", "clusters is empty"),
+                           ("clusters=,", "clusters is HDBSCAN's: add method=hdbscan"),
                            # cut to a whole number, ignored, or a column used once, without a word
                            ("centers=1.5", "centers must be a whole number, got '1.5'"),
                            ("method=dbscan&min_samples=2.5", "min_samples must be a whole number"),
@@ -317,6 +320,51 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
                            ("sample=blobs3d&features=x,x", "features name a column twice")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             query_document(query)
+
+
+def test_the_pages_query_opens_the_same_clustering_in_a_fresh_page(studio, cache):
+    """Each state the page's address may hold, read back by a fresh page (``page_query`` then ``query_document``)."""
+    fresh = Studio()
+    fresh.load(cache.sample("moons"))
+
+    def reopened() -> str:
+        query = page_query(studio)
+        apply_session(fresh, query_document(query), cache)
+        assert (fresh.dataset.name, fresh.method) == (studio.dataset.name, studio.method)
+        np.testing.assert_array_equal(fresh.labels(), studio.labels())
+        assert page_query(fresh) == query
+        return query
+
+    assert reopened() == "?sample=blobs&method=dpc&dc_percent=2"
+    dpc = studio.dpc
+    dpc.set_dc(float(dpc.dc) * 0.8, kernel="gaussian")
+    dpc.pick_count(3)
+    assert re.fullmatch(r"\?sample=blobs&method=dpc&kernel=gaussian&dc=[0-9.]+&centers=\d+,\d+,\d+", reopened())
+    assert fresh.dpc.dc == dpc.dc
+    dpc.clear()  # none picked: one cluster, not the automatic clusters
+    assert reopened().endswith("&centers=,") and fresh.labels().max() == 0
+    studio.set_method("dbscan")
+    studio.dbscan.set_eps(float(studio.dbscan.eps) * 0.7)
+    assert "&method=dbscan&eps=" in reopened() and fresh.dbscan.eps == studio.dbscan.eps
+    studio.set_method("hdbscan")
+    studio.hdbscan.set_parameters(min_cluster_size=40, min_samples=10, selection="leaf")
+    studio.hdbscan.toggle_cluster(int(studio.hdbscan.model.selected_clusters_[0]))
+    assert "&selection=leaf&clusters=" in reopened() and fresh.hdbscan.hand_picked
+    for cluster in studio.hdbscan.model.selected_clusters_.tolist():  # every cluster deselected on the tree: all noise
+        studio.hdbscan.toggle_cluster(cluster)
+    assert reopened().endswith("&clusters=,") and (fresh.labels() == -1).all()
+    apply_session(studio, query_document("sample=blobs3d&features=x,z&standardize=1"), cache)
+    assert reopened().startswith("?sample=blobs3d&features=x,z&standardize=1&method=dpc&")
+    fresh.close()
+
+
+def test_no_address_names_a_file_or_edited_points(studio, cache, blobs_with_nan_rows):
+    studio.add_point(0.5, -0.25)  # a sample's edited points: its URL would show the sample as loaded
+    assert page_query(studio) == ""
+    studio.undo_edit()
+    assert page_query(studio) == "?sample=blobs&method=dpc&dc_percent=2"
+    studio.load(cache.file(blobs_with_nan_rows))
+    assert page_query(studio) == ""
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,23 @@ def pick_top_three(page: Page) -> None:
     expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
 
 
+def test_the_address_follows_the_page_so_that_a_reload_shows_it_again(page: Page, server):
+    open_app(page, server.url)
+    assert "?" not in page.url  # nothing changed yet: the address is as typed
+    pick_top_three(page)
+    expect(page).to_have_url(re.compile(r"/\?sample=blobs&method=dpc&dc_percent=2&centers=\d+,\d+,\d+$"), timeout=TIMEOUT_MS)
+    line = command_box(page).input_value()
+    page.go_back()  # replaced, not pushed: Back leaves the page, it does not change the address alone
+    assert "sample=blobs" not in page.url
+    page.go_forward()
+    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
+    expect(command_box(page)).to_have_value(line, timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="DBSCAN", exact=True).click()
+    expect(page).to_have_url(re.compile(r"method=dbscan&eps=[0-9.e-]+&min_samples=5$"), timeout=TIMEOUT_MS)
+    page.reload()
+    expect(command_box(page)).to_have_value(re.compile("--method dbscan --eps "), timeout=TIMEOUT_MS)
+
+
 def test_copy_as_command_puts_the_line_on_the_clipboard(page: Page, server):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     open_app(page, server.url)
