@@ -81,6 +81,10 @@ SENT_FILE_CSS = """
 .filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-main::after {
   content: "Sent"; font-size: 0.75rem;
 }
+:host(.dp-refused) .filepond--root [data-filepond-item-state='processing-complete'] .filepond--item-panel { background-color: #b3261e; }
+:host(.dp-refused) .filepond--root [data-filepond-item-state='processing-complete'] .filepond--file-status-main::after {
+  content: "Refused";
+}
 """
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
@@ -749,6 +753,7 @@ class StudioPage:
             filename, content = event.new.popitem()
             # forgotten at once, so the widget holds only the next file (also when it is this one again)
             self.upload.value = {}
+            self.upload.css_classes = []
             self._start("Loading", self._load_upload, filename, content, asked_on=None)
 
     def _sample_chosen(self, event) -> None:
@@ -760,13 +765,17 @@ class StudioPage:
         self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
 
     def _load_upload(self, filename: str, content: bytes | str, progress=None) -> None:
-        if isinstance(content, str):  # FileDropper decodes text files that are valid UTF-8
-            content = content.encode()
-        if not content:
-            raise DataError(f"{filename} is empty")
-        # read as the Standardize box says: so values too large for float32 distances can be loaded at all
-        self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress, self.standardize.value)
-        self._load(self._your_file, progress)
+        try:
+            if isinstance(content, str):  # FileDropper decodes text files that are valid UTF-8
+                content = content.encode()
+            if not content:
+                raise DataError(f"{filename} is empty")
+            # read as the Standardize box says: so values too large for float32 distances can be loaded at all
+            self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress, self.standardize.value)
+            self._load(self._your_file, progress)
+        except Exception:
+            self.upload.css_classes = ["dp-refused"]  # the file's box said "Sent" beside the alert that refused it
+            raise
 
     def _set_features(self, columns: list[str], standardize: bool, progress=None) -> None:
         """The shown data set with other feature columns or scaling (its own index, cached like any data set)."""

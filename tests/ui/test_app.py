@@ -201,12 +201,20 @@ def test_a_malformed_upload_shows_why_and_keeps_the_data(page: Page, server, tmp
     expect(page.get_by_text("Loading failed")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".alert", has_text="Loading failed")).to_contain_text("column 'b' is not numeric: value 'oops' at row 1")
     assert table_rows(page) == 5  # still the blobs clustering
-    # the file was sent, not loaded: FilePond's success green beside the error read as a contradiction
+    # the file was sent and refused: FilePond's success green, then a grey "Sent", beside the error read as a
+    # contradiction
     sent = page.locator(".filepond--item[data-filepond-item-state='processing-complete']")
     expect(sent).to_have_count(1, timeout=TIMEOUT_MS)
     # read once FilePond's colour fade has ended: an expect that polls saw grey on the way to green
     colour = "e => Promise.all(e.getAnimations().map(a => a.finished)).then(() => getComputedStyle(e).backgroundColor)"
-    assert sent.locator(".filepond--panel-center").evaluate(colour) == "rgb(100, 96, 94)"
+    assert sent.locator(".filepond--panel-center").evaluate(colour) == "rgb(179, 38, 30)"
+    said = sent.locator(".filepond--file-status-main").evaluate("e => getComputedStyle(e, '::after').content")
+    assert said == '"Refused"'
+    good = tmp_path / "good.csv"
+    good.write_text("a,b\n" + "".join(f"{i % 7},{i % 5}\n" for i in range(40)))
+    page.locator("input.filepond--browser").set_input_files(good)
+    expect(data_set_info(page)).to_contain_text("good.csv: 40 points", timeout=TIMEOUT_MS)
+    expect(sent.locator(".filepond--panel-center")).to_have_css("background-color", "rgb(100, 96, 94)", timeout=TIMEOUT_MS)
 
 
 def test_npy_gzip_and_parquet_files_load_and_other_types_are_named(page: Page, server, tmp_path, rng):
