@@ -113,7 +113,7 @@ class HDBSCANControls:
         self.min_samples.param.watch(lambda e: self._set(min_samples=e.new), "value")
         self.selection.param.watch(lambda e: self._set(selection=e.new), "value")
         self.back_to_rule.on_click(lambda e: start("Selecting clusters", state.set_parameters))
-        plot.tap.add_subscriber(lambda x, y: self._clicked(plot.clicked_cluster(x, y)))
+        plot.tap.add_subscriber(lambda x, y: x is not None and y is not None and start("Selecting clusters", self._toggle_at, plot, x, y))
         self.start = start
         state.param.watch(self.show, ["revision"])
         self.panel = pn.Column(
@@ -139,6 +139,5 @@ class HDBSCANControls:
         if state.loaded and any(getattr(state, name) != value for name, value in change.items()):  # not just show()
             self.start("Selecting clusters", state.set_parameters, **change)
 
-    def _clicked(self, cluster: int | None) -> None:
-        if cluster is not None:
-            self.start("Selecting clusters", self.state.toggle_cluster, cluster)
+    def _toggle_at(self, plot: TreePlot, x: float, y: float) -> None:
+        self.state.toggle_cluster(plot.clicked_cluster(x, y))

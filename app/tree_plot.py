@@ -14,6 +14,7 @@ from dpstudio.engine.hierarchy import CondensedTree, cluster_hierarchy
 from .density_state import HDBSCANState
 from .plot_frame import frame
 from .plots import HALO_GREY, cluster_colour, detach_streams
+from .pointing import NothingInside
 
 UNSELECTED = "#e8e8e8"
 
@@ -72,10 +73,14 @@ class TreePlot:
             )
         )  # fmt: skip
 
-    def clicked_cluster(self, x: float | None, y: float | None) -> int | None:
-        if x is None or y is None or not self.state.loaded:
-            return None
-        return cluster_at(self._current_boxes(), x, y)
+    def clicked_cluster(self, x: float, y: float) -> int:
+        """The cluster whose box was clicked; a click on none is said as a note (the root, drawn as no box, looked
+        like a cluster that did not answer)."""
+        cluster = cluster_at(self._current_boxes(), x, y)
+        if cluster is None:
+            raise NothingInside("No branch there, nothing changed: click a box of the condensed tree. Its root, all "
+                                "the points above the first split, is never a cluster of its own.")  # fmt: skip
+        return cluster
 
     def close(self) -> None:
         detach_streams(self._streams)
