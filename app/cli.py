@@ -12,7 +12,8 @@ from importlib.metadata import version
 
 import numpy as np
 
-from dpstudio.engine import DBSCAN, HDBSCAN, BackendUnavailable, DataError, DensityPeaks, MissingExtra, to_points, write_labels
+from dpstudio.engine import (DBSCAN, HDBSCAN, METHODS, BackendUnavailable, DataError, DensityPeaks, MissingExtra, to_points,
+                             write_labels)
 from dpstudio.engine.data import check_output_path, with_dropped_rows
 from dpstudio.engine.backends import BACKENDS
 from dpstudio.engine.dbscan import SELECTION_METHODS
@@ -21,8 +22,6 @@ from dpstudio.engine.dpc import DC_RULES, SIGNIFICANCE, density_notice, describe
 from dpstudio.engine.indexed import KERNELS, NEIGHBOR_MODES
 
 from .wording import counted, read_name_list
-
-METHODS = ("dpc", "dbscan", "hdbscan")
 
 EXIT_BAD_INPUT = 2
 SCHEDULER_TIMEOUT = 10  # seconds to reach a --scheduler before giving up

@@ -115,6 +115,13 @@ class Dataset:
         return self.points.values[:, self.points.columns.index(name)]
 
 
+def no_truth(dataset: Dataset) -> str:
+    """Why a data set has no ground truth to colour by."""
+    if dataset.original.truth is not None:  # a sample after a stream or an edit: points came and went
+        return f"No ground truth for the edited points: choose {dataset.original.name} again for its own."
+    return "No ground truth for this data set (the samples have one)."
+
+
 class DatasetCache:
     """The last ``max_datasets`` data sets loaded by any session, least recently used dropped first. Thread-safe."""
 

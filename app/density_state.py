@@ -1,8 +1,9 @@
 """The DBSCAN and HDBSCAN states of one browser session (no UI code), over the data set's shared index.
 
 Both read the index's cached spanning tree per min_samples: an eps change or a new cluster selection is a relabel
-that computes no distance. Each action computes a new model (or relabels a copy of the choice) first and shows
-it only when that succeeded, so a wrong value leaves the last good clustering.
+that computes no distance. Each action checks its values before it changes anything (a new min_samples or
+min_cluster_size fits a new model and shows it once done; an eps or a selection relabels the model shown), so a
+wrong value leaves the last good clustering.
 """
 
 from __future__ import annotations
@@ -90,10 +91,15 @@ class DBSCANState(TreeState):
     def __init__(self, **params):
         super().__init__(**params)
         self._curve: EpsCurve | None = None
+        self._eps_set: tuple | None = None  # (the data set as loaded, the eps set on it): kept through its edits
 
     def load(self, dataset, progress=None) -> None:
-        """Cluster a data set at the knee of its k-distance curve (``suggest_eps``)."""
-        model = DBSCAN(eps=None, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
+        """Cluster a data set at the knee of its k-distance curve (``suggest_eps``); the same data set edited (points
+        added or deleted) at the eps set on it, if one was."""
+        if self._eps_set is not None and self._eps_set[0] is not dataset.original:
+            self._eps_set = None
+        eps = None if self._eps_set is None else self._eps_set[1]
+        model = DBSCAN(eps=eps, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
         self._show_tree(model, dataset=dataset)
 
     def set_eps(self, eps: float, typed: bool = False) -> None:
@@ -104,12 +110,14 @@ class DBSCANState(TreeState):
         check_eps(eps)
         model = self.model
         model.set_eps(float(eps))
+        self._eps_set = (self.dataset.original, model.eps_)
         self._show(model, eps=model.eps_, eps_view=_covering(self.curve().eps_range() if typed else self.eps_view, model.eps_))
 
-    def set_min_samples(self, min_samples: int, progress=None) -> None:
-        """A new min_samples at the same eps (the tree is built once per value and cached in the index)."""
+    def set_min_samples(self, min_samples: int, progress=None, at_knee: bool = False) -> None:
+        """A new min_samples at the same eps, or ``at_knee`` of its own k-distance curve (a URL's min_samples with
+        no eps, as ``dpstudio cluster`` gives it); the tree is built once per value and cached in the index."""
         min_samples = _check_count("min_samples", min_samples, 1, self.dataset)
-        model = DBSCAN(eps=self.eps, min_samples=min_samples).fit(self.dataset.indexed, progress=progress)
+        model = DBSCAN(eps=None if at_knee else self.eps, min_samples=min_samples).fit(self.dataset.indexed, progress=progress)
         self._show_tree(model)
         self._set_min_samples = min_samples  # shown: what the next data set uses
 
@@ -124,7 +132,7 @@ class DBSCANState(TreeState):
 
     # results for the views ----------------------------------------------------------------------------------
     def curve(self) -> EpsCurve:
-        self.model
+        self.model  # (refused before a data set is loaded: the curve is the shown model's)
         return self._curve
 
     def k_distances(self) -> np.ndarray:

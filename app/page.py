@@ -33,7 +33,7 @@ from dpstudio import sample_data
 from dpstudio.engine import DataError
 from dpstudio.engine.notation import short
 
-from .datasets import Dataset, DatasetCache
+from .datasets import Dataset, DatasetCache, no_truth
 from .dbscan_plots import DBSCANPlots
 from .document import walk_held
 from .gamma_plot import GammaPlot
@@ -944,7 +944,7 @@ class StudioPage:
     def _show_comparison(self) -> None:
         studio = self.studio
         truth_ari = studio.truth_ari()
-        self.truth_note.object = (_no_truth(studio.dataset) if truth_ari is None else
+        self.truth_note.object = (no_truth(studio.dataset) if truth_ari is None else
                                   f"ARI of the {studio.active.title} clustering with the ground truth: **{truth_ari:.3f}**")  # fmt: skip
         comparison = studio.comparison()
         if comparison is not None:  # before the strip is first shown, as the stream's log
@@ -1095,13 +1095,6 @@ def _side_by_side(*columns: pn.Column, basis: int) -> pn.Row:
         # (CSS, not Bokeh's min_width: Bokeh adds its children's up into the page's, which then cannot wrap)
         column.styles = {"flex": f"1 1 {basis}px", "min-width": "300px", **column.styles}
     return pn.Row(*columns, sizing_mode="stretch_width", styles={"flex-wrap": "wrap"})
-
-
-def _no_truth(dataset: Dataset) -> str:
-    """Why a data set has no ground truth to colour by."""
-    if dataset.original.truth is not None:  # a sample after a stream or an edit: points came and went
-        return f"No ground truth for the edited points: choose {dataset.original.name} again for its own."
-    return "No ground truth for this data set (the samples have one)."
 
 
 def _plot_pane(plot, name: str) -> pn.pane.HoloViews:

@@ -19,13 +19,13 @@ from urllib.parse import parse_qsl, urlencode
 import numpy as np
 
 from dpstudio import sample_data
-from dpstudio.engine import DensityPeaks, IndexedPoints
+from dpstudio.engine import METHODS, DensityPeaks, IndexedPoints
 from dpstudio.engine.data import new_points
 from dpstudio.engine.dbscan import SELECTION_METHODS
 from dpstudio.engine.indexed import KERNELS
 
 from .datasets import Dataset, DatasetCache
-from .studio import METHODS, Studio
+from .studio import Studio
 from .wording import name_list
 
 SCHEMA = 1  # the version of the session document; a page refuses any other
@@ -299,7 +299,7 @@ def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=
     was, from its own document, and the error raised."""
     before, source = session_document(studio), studio.dataset.original
     unloaded = [state for state in studio.states.values() if not state.loaded]
-    history = studio.dpc.replace_history([])
+    history, edits = studio.dpc.replace_history([]), studio.replace_edits([])
     try:
         _apply(studio, document, cache, progress)
     except Exception:
@@ -309,6 +309,7 @@ def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=
         for state in unloaded:
             state.close()  # a method the document had shown, not shown before
         studio.dpc.replace_history(history)
+        studio.replace_edits(edits)  # (each a copy of what DPC showed: still what Undo gives back)
         raise
     studio.dpc.replace_history([])  # Undo starts from the session loaded, as from a data set loaded
 
@@ -341,6 +342,8 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
             values, order = edited
             fresh = DensityPeaks(dc=dpc["dc"], kernel=dpc["kernel"])
             studio.show_points(fresh.fit(IndexedPoints(values, backend=shown.indexed.backend.name), progress=progress), order)
+            if dpc.get("dc_percent") is not None:  # the rule shown (on these points it gives the saved dc again)
+                studio.dpc.set_dc(dc_percent=dpc["dc_percent"], kernel=dpc["kernel"], progress=progress)
         elif dpc.get("dc_percent") is not None:
             studio.dpc.set_dc(dc_percent=dpc["dc_percent"], kernel=dpc["kernel"], progress=progress)
         elif dpc.get("dc") is not None:
@@ -356,7 +359,7 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
             studio.dpc.choose(dpc["centers"])
     if (dbscan := document.get("dbscan")) is not None:
         studio.set_method("dbscan", progress=progress)
-        studio.dbscan.set_min_samples(dbscan["min_samples"], progress=progress)
+        studio.dbscan.set_min_samples(dbscan["min_samples"], progress=progress, at_knee=dbscan.get("eps") is None)
         if dbscan.get("eps") is not None:
             studio.dbscan.set_eps(dbscan["eps"])
     if (hdbscan := document.get("hdbscan")) is not None:

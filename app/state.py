@@ -93,7 +93,7 @@ class ClusteringSession(MethodState):
     title = "DPC"
     kernel = param.Selector(objects=list(KERNELS), default="cutoff")
     dc = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True), constant=True)
-    dc_percent = param.Number(default=2.0, allow_None=True, bounds=(0, 100), inclusive_bounds=(False, True),
+    dc_percent = param.Number(default=2.0, allow_None=True, bounds=(0, 100), inclusive_bounds=(False, False),
                               doc="the percent rule that gave dc; None once dc is set directly")  # fmt: skip
     show_halo = param.Boolean(default=False, constant=True, doc="grey out halo points (computed on demand)")
     centers = param.Array(default=np.empty(0, np.int64), constant=True, doc="center point indices, label order")
@@ -107,22 +107,25 @@ class ClusteringSession(MethodState):
 
     def __init__(self, **params):
         super().__init__(**params)
+        self._first_percent = self.dc_percent or 2.0  # the rule a data set loaded once dc was set directly starts from
         self._picks: Picks | None = None  # None: the automatic clusters (which no dc changes)
         self._pending: Picks | None = None
         self._history: list[Picks | None] = []
 
     # loading and parameters ---------------------------------------------------------------------------------
     def load(self, dataset: Dataset, progress=None) -> None:
-        """Show a data set (its index is shared); dc from the current percent rule, the automatic clusters."""
-        model = DensityPeaks(dc_percent=self.dc_percent or 2.0, kernel=self.kernel).fit(dataset.indexed, progress=progress)
+        """Show a data set (its index is shared); dc from the current percent rule (once dc was set directly, the
+        session's first), the automatic clusters."""
+        percent = self.dc_percent or self._first_percent
+        model = DensityPeaks(dc_percent=percent, kernel=self.kernel).fit(dataset.indexed, progress=progress)
         self._model, self._history = model, []  # the old data set's centers mean nothing here
-        self._publish(None, timings=dict(model.timings_), dataset=dataset, dc_percent=self.dc_percent or 2.0, sweep=None)
+        self._publish(None, timings=dict(model.timings_), dataset=dataset, dc_percent=percent, sweep=None)
 
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
                progress=None) -> None:  # fmt: skip
         """New dc (a value, or the percent rule) or kernel, from the cached index. Picked centers are followed
         there (``follow_picks``); the automatic clusters stay as they are."""
-        model = self._require_data()
+        model = self.model
         if dc is None and dc_percent is None:  # a kernel change: same dc, and the rule that gave it
             dc, dc_percent = self.dc, self.dc_percent
         kernel = kernel or self.kernel
@@ -143,7 +146,7 @@ class ClusteringSession(MethodState):
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy
         of the model and index (the first edit copies them; other sessions keep the shared ones as they were), then
         the model is shown as ``show_model`` shows it."""
-        model = self._require_data()
+        model = self.model
         if self.dataset.base is None:
             model = copy.deepcopy(model)
         change(model)
@@ -153,7 +156,7 @@ class ClusteringSession(MethodState):
         """What this session shows, as it will stay through the edits to come: a shared data set and its model as
         they are (the first edit copies them), this session's own in a copy (an edit changes them in place) that
         keeps only the fields shown: the index's other caches are computed again if asked for."""
-        model, dataset = self._require_data(), self.dataset
+        model, dataset = self.model, self.dataset
         if dataset.base is not None:
             model = copy.deepcopy(model)
             model.indexed_.forget_caches(keep=(model.kernel_, model.dc_))
@@ -175,11 +178,12 @@ class ClusteringSession(MethodState):
         picks = None if chosen is None else Picks.of(model, chosen)
         self._model, self._history = model, []
         # dc is no longer the percent rule's value on these points
-        self._publish(picks, timings=dict(model.timings_), dataset=edited(model.indexed_), sweep=None, dc_percent=None)
+        self._publish(picks, timings=dict(model.timings_), dataset=edited(model.indexed_), sweep=None, dc_percent=None,
+                      kernel=model.kernel_)  # (a session's edited points fitted afresh: with its kernel, maybe not the one shown)
 
     def set_halo(self, show: bool) -> None:
         """Show the halo (grey) or not; it is computed here, not while drawing."""
-        model = self._require_data()
+        model = self.model
         if show:
             model.halo_
         with param.edit_constant(self):
@@ -217,7 +221,7 @@ class ClusteringSession(MethodState):
     def pick_count(self, n_clusters: int | None) -> None:
         """Centers = the n points of largest gamma; None (an emptied box) is refused like a fraction, where the
         engine would take it for no count given."""
-        check_n_centers(n_clusters, self._require_data().n_points_)
+        check_n_centers(n_clusters, self.model.n_points_)
         self._choose(n_centers=n_clusters)
 
     def suggest(self) -> None:
@@ -254,12 +258,12 @@ class ClusteringSession(MethodState):
 
     def undo(self) -> None:
         """Back to the centers before the last change of centers (at the current dc)."""
-        self._require_data()
+        self.model  # (refused before a data set is loaded)
         if self._history:
             self._apply(self._history.pop(), record=False)
 
     def _choose(self, region: str | None = None, corner: tuple[float, float] | None = None, **choice) -> None:
-        model = self._require_data()
+        model = self.model
         chosen = model.choose_centers(**choice)
         if region and not len(chosen):
             raise NothingInside(f"Nothing selected: the {region} holds no point of the decision graph; the centers are unchanged.")
@@ -273,7 +277,7 @@ class ClusteringSession(MethodState):
 
     def _apply(self, picks: Picks | None, record: bool = True) -> None:
         """Show these picks (None: the automatic clusters) at the current dc; the old ones go to the undo history."""
-        model = self._require_data()
+        model = self.model
         if self._picks is None if picks is None else picks.same_choice(self._picks):
             self.cancel()
             return  # a re-pick of the same centers: no relabel, no undo step
@@ -303,35 +307,41 @@ class ClusteringSession(MethodState):
     # the dc sweep --------------------------------------------------------------------------------------------
     def run_sweep(self, progress=None) -> None:
         """Cluster at SWEEP_DCS dc values (``sweep.dc_sweep``); kept unless the data set or kernel changed meanwhile,
-        so it may run beside other actions."""
-        self._require_data()
+        so it may run beside other actions. This session's own points (edited, streamed), which its edits change in
+        place, are swept in a copy."""
+        self.model  # (refused before a data set is loaded)
         dataset, kernel = self.dataset, self.kernel
-        result = dc_sweep(dataset.indexed, kernel, sweep_dcs(dataset.indexed), progress)
-        if (self.dataset, self.kernel) == (dataset, kernel):
+        indexed = dataset.indexed
+        if dataset.base is not None:
+            indexed = copy.deepcopy(indexed)  # (under the index's lock: never points halfway through an edit)
+            indexed.forget_caches()
+        result = dc_sweep(indexed, kernel, sweep_dcs(indexed), progress)
+        if self.dataset is dataset and self.kernel == kernel:  # (Datasets hold arrays: compared by identity)
             with param.edit_constant(self):
                 self.sweep = result
 
     def sweep_frame(self) -> pd.DataFrame | None:
         """The sweep per dc (see ``DcSweep.frame``) against the current labels, or None before a sweep."""
-        return None if self.sweep is None else self.sweep.frame(self._require_data().labels_)
+        return None if self.sweep is None else self.sweep.frame(self.model.labels_)
 
     # results for the views -----------------------------------------------------------------------------------
     def describe(self) -> str:
         kernel = "" if self.kernel == "cutoff" else ", Gaussian"
-        return f"DPC dc={short(self.dc)}{kernel}, {len(self.centers)} clusters"
+        halo = ", halo as noise" if self.show_halo else ""
+        return f"DPC dc={short(self.dc)}{kernel}, {len(self.centers)} clusters{halo}"
 
     def labels(self) -> np.ndarray:
         """Cluster label per point; -1 for halo points while the halo toggle is on."""
-        model = self._require_data()
+        model = self.model
         return np.where(model.halo_, -1, model.labels_) if self.show_halo else model.labels_
 
     def label_of(self, i: int) -> int:
-        model = self._require_data()
+        model = self.model
         return -1 if self.show_halo and model.halo_[i] else int(model.labels_[i])
 
     def cluster_table(self) -> pd.DataFrame:
         """One row per cluster: size, center (row in the input), its rho and delta, and halo count if shown."""
-        model, dataset = self._require_data(), self.dataset
+        model, dataset = self.model, self.dataset
         sizes = np.bincount(model.labels_, minlength=len(model.centers_))
         table = pd.DataFrame({
             "cluster": np.arange(len(model.centers_)), "size": sizes,
@@ -345,9 +355,6 @@ class ClusteringSession(MethodState):
     def close(self) -> None:
         self._history = []
         super().close()
-
-    def _require_data(self) -> DensityPeaks:
-        return self.model
 
 
 def _centers_at_dc(picks: Picks, model: DensityPeaks) -> np.ndarray:

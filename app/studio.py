@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import param
 
+from dpstudio.engine import METHODS
 from dpstudio.engine.centers import graph_coordinates
 
 from .compare import adjusted_rand_index, contingency
-from .datasets import Dataset
+from .datasets import Dataset, no_truth
 from .density_state import DBSCANState, HDBSCANState
 from .method_state import MethodState
 from .pointing import NothingInside, inside_lasso, nearest_point
 from .state import ClusteringSession, Shown
 
-METHODS = ("dpc", "dbscan", "hdbscan")
 COLOUR_BY = ("clusters", "truth")
 EDIT_UNDO_DEPTH = 5  # edits by a click or a lasso that Undo can take back (each keeps a copy of the session's index)
 
@@ -93,7 +93,7 @@ class Studio(param.Parameterized):
         if colour_by not in COLOUR_BY:
             raise ValueError(f"colour by one of {', '.join(COLOUR_BY)}, got {colour_by!r}")
         if colour_by == "truth" and self.dataset.truth is None:
-            raise ValueError(f"{self.dataset.name} has no ground truth (only the sample sets have one)")
+            raise ValueError(no_truth(self.dataset))
         with param.edit_constant(self):
             self.param.update(colour_by=colour_by, revision=self.revision + 1)
 
@@ -177,11 +177,11 @@ class Studio(param.Parameterized):
     def show_points(self, model, order: np.ndarray) -> None:
         """DPC fitted afresh on some of the data set's points (a stream's first points; ``order`` as in
         ``Dataset.edited``), shown as an edit is."""
+        self._require_dpc_shown()
         self._show_points(partial(self.dpc.show_model, model), order)
 
     def _show_points(self, show, order: np.ndarray | None) -> None:
         """``show(edited)`` puts this session's own points in DPC; ``edited(index)`` gives their data set."""
-        self._require_dpc_shown()
         show(partial(self.dataset.edited, order=order))
         self._after_points_changed()
 
@@ -196,6 +196,13 @@ class Studio(param.Parameterized):
             state.close()
         axes = (self.x_axis, self.y_axis) if {self.x_axis, self.y_axis} <= set(dataset.axes) else dataset.default_axes()
         self._show_dataset(dataset, axes)
+
+    def replace_edits(self, edits: list) -> list:
+        """Put ``edits`` in place of the edits Undo can take back, and return those it replaces (a session file
+        refused part way gets them back)."""
+        old = self._edits
+        self._set_edits(list(edits))
+        return old
 
     def _set_edits(self, edits: list) -> None:
         self._edits = edits

@@ -9,4 +9,6 @@ from .data import DataError, Points, read_table, to_points, write_labels
 from .dpc import DensityPeaks
 from .indexed import IndexedPoints
 
-__all__ = ["BackendUnavailable", "DBSCAN", "DataError", "DensityPeaks", "HDBSCAN", "IndexedPoints", "MissingExtra", "Points", "get_backend", "read_table", "to_points", "write_labels"]
+METHODS = ("dpc", "dbscan", "hdbscan")  # the estimators by the names the CLI's --method, the page and its URL use
+
+__all__ = ["BackendUnavailable", "DBSCAN", "METHODS", "DataError", "DensityPeaks", "HDBSCAN", "IndexedPoints", "MissingExtra", "Points", "get_backend", "read_table", "to_points", "write_labels"]

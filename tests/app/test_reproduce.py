@@ -18,6 +18,7 @@ from dpstudio.app.reproduce import (apply_session, command_line, page_query, que
                                    session_json)
 from dpstudio.app.streaming import Streaming
 from dpstudio.app.studio import Studio
+from dpstudio.engine import DBSCAN
 
 
 @pytest.fixture(scope="module")
@@ -356,6 +357,37 @@ def test_the_pages_query_opens_the_same_clustering_in_a_fresh_page(studio, cache
     apply_session(studio, query_document("sample=blobs3d&features=x,z&standardize=1"), cache)
     assert reopened().startswith("?sample=blobs3d&features=x,z&standardize=1&method=dpc&")
     fresh.close()
+
+
+def test_a_session_of_edited_points_keeps_its_kernel_and_percent_rule(studio, cache):
+    studio.dpc.set_dc(kernel="gaussian")
+    studio.add_point(0.0, 0.0)
+    studio.dpc.set_dc(dc_percent=3.0)
+    studio.dpc.pick_count(3)
+    fresh = Studio()
+    fresh.load(cache.sample("moons"))
+    apply_session(fresh, read_session(session_json(studio)), cache)
+    # the kernel's setting said cut-off beside a Gaussian model (and the next dc change fitted the cut-off
+    # kernel); the percent box came back blank
+    assert (fresh.dpc.kernel, fresh.dpc.model.kernel_, fresh.dpc.dc_percent, fresh.dpc.dc) == ("gaussian", "gaussian", 3.0, studio.dpc.dc)
+    np.testing.assert_array_equal(fresh.labels(), studio.labels())
+    assert json.loads(session_json(fresh)) == json.loads(session_json(studio))  # saved again, the same file
+    fresh.close()
+
+
+def test_a_refused_session_keeps_the_edits_undo_takes_back(studio, cache):
+    studio.add_point(0.0, 0.0)
+    with pytest.raises(ValueError, match="min_cluster_size must be"):
+        apply_session(studio, query_document("?sample=blobs&method=hdbscan&min_cluster_size=5000"), cache)
+    assert studio.can_undo_edit and studio.dataset.n_points == 2301
+    studio.undo_edit()
+    assert studio.dataset.n_points == 2300
+
+
+def test_a_urls_min_samples_without_eps_opens_at_its_own_knee(studio, cache):
+    apply_session(studio, query_document("?sample=moons&method=dbscan&min_samples=12"), cache)
+    knee = DBSCAN(eps=None, min_samples=12, backend="cpu").fit(studio.dataset.points.values).eps_
+    assert (studio.dbscan.min_samples, studio.dbscan.eps) == (12, knee)  # it kept the knee of min_samples 5
 
 
 def test_no_address_names_a_file_or_edited_points(studio, cache, blobs_with_nan_rows):
