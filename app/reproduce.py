@@ -77,38 +77,33 @@ def command_line(studio: Studio, out: str = "labels.csv") -> str:
 
 
 def page_query(studio: Studio) -> str:
-    """The URL query that opens the page as it is shown (``query_document`` reads it back to the same clustering):
-    the sample, its features and scaling, the method and its parameters, and DPC's centers or HDBSCAN's clusters
-    where picked; "" for a file or edited points, which no URL can name. Centers followed from another dc are
-    written as they are at this one (a saved session also keeps the dc they were picked at)."""
-    sample, _ = data_source(studio)
-    dataset = studio.dataset
-    if sample is None or dataset.base is not None:
+    """The URL query that opens the page as it is shown: the session document's data set and shown method
+    (``session_document``), which ``query_document`` reads back; "" for a file or edited points, which no URL can
+    name. Centers followed from another dc are written as they are at this one (a saved session also keeps the dc
+    they were picked at)."""
+    document = session_document(studio)
+    dataset, method = document["dataset"], document["method"]
+    if dataset["sample"] is None or "edits" in dataset:
         return ""
-    query = {"sample": sample}
-    if dataset.points.columns != dataset.available:
-        query["features"] = ",".join(dataset.points.columns)
-    if dataset.standardized:
+    query = {"sample": dataset["sample"]}
+    if studio.dataset.points.columns != studio.dataset.available:
+        query["features"] = ",".join(dataset["features"])
+    if dataset["standardized"]:
         query["standardize"] = "1"
-    query["method"] = studio.method
-    if studio.method == "dpc":
-        dpc = studio.dpc
-        if dpc.kernel != "cutoff":
-            query["kernel"] = dpc.kernel
-        if dpc.dc_percent is not None:
-            query["dc_percent"] = _exact(dpc.dc_percent)
-        else:
-            query["dc"] = _exact(dpc.dc)
-        if dpc.centers_picked:  # as chosen; none (Clear) is written ",", as on the command line
-            query["centers"] = ",".join(str(int(c)) for c in dpc.model.chosen_centers_) or ","
-    elif studio.method == "dbscan":
-        query.update(eps=_exact(studio.dbscan.eps), min_samples=str(studio.dbscan.min_samples))
+    query["method"] = method
+    shown = document[method]
+    if method == "dpc":
+        if shown["kernel"] != "cutoff":
+            query["kernel"] = shown["kernel"]
+        rule = "dc_percent" if shown["dc_percent"] is not None else "dc"
+        query[rule] = _exact(shown[rule])
+    elif method == "dbscan":
+        query.update(eps=_exact(shown["eps"]), min_samples=str(shown["min_samples"]))
     else:
-        hdbscan = studio.hdbscan
-        query.update(min_cluster_size=str(hdbscan.min_cluster_size), min_samples=str(hdbscan.min_samples),
-                     selection=hdbscan.selection)  # fmt: skip
-        if hdbscan.hand_picked:
-            query["clusters"] = ",".join(str(int(c)) for c in hdbscan.model.selected_clusters_) or ","
+        query.update({name: str(shown[name]) for name in ("min_cluster_size", "min_samples", "selection")})
+    picked = shown.get("centers" if method == "dpc" else "clusters")
+    if picked is not None:  # none picked (Clear, every cluster deselected) is written ",", as on the command line
+        query["centers" if method == "dpc" else "clusters"] = ",".join(str(i) for i in picked) or ","
     return "?" + urlencode(query, safe=",")
 
 
