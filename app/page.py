@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
+import numpy as np
 import pandas as pd
 import panel as pn
 from bokeh.models import NumberFormatter, PrintfTickFormatter, ScientificFormatter
@@ -323,7 +324,7 @@ class StudioPage:
         self.plots.view_lasso.add_subscriber(self._view_lassoed)
         self.clear_selection.on_click(lambda e: self._start("Selecting", studio.select_in_view, None, redraw=True))
         studio.param.watch(self._show_pointed, ["pointed", "revision"])  # a relabel or another method: its facts again
-        studio.param.watch(self._show_selected, ["selected"])
+        studio.param.watch(self._show_selected, ["selected", "revision"])  # (the clusters they are in: a relabel's)
         studio.param.watch(lambda e: self._show_dataset(), ["dataset"])  # loaded, edited or streamed
         self.suggest.on_click(lambda e: self._start("Relabelling", session.suggest, redraw=True))
         self.pick.on_click(lambda e: self._start("Relabelling", session.pick_count, self.n_clusters.value, redraw=True))
@@ -890,11 +891,20 @@ class StudioPage:
         self.pointed_note.object = " · ".join(parts)
 
     def _show_selected(self, *events) -> None:
-        selected = self.studio.selected
-        count = 0 if selected is None else int(selected.sum())
-        self.selected_note.object = (f"**{count:,} points lassoed** in the 2-D view: drawn larger on the decision graph"
-                                     if selected is not None else "")  # fmt: skip
+        """How many points the 2-D view's lasso holds and in which clusters, for every method (under DBSCAN it
+        pointed at a decision graph the page did not show); under DPC they are drawn larger on the decision graph."""
+        studio, selected = self.studio, self.studio.selected
         self.clear_selection.visible = selected is not None
+        if selected is None:
+            self.selected_note.object = ""
+            return
+        labels = studio.labels()[selected]
+        unlabelled = int((labels < 0).sum())
+        where = counted(np.unique(labels[labels >= 0]).size, "cluster")
+        if unlabelled:
+            where += f" and {unlabelled:,} {'halo' if studio.method == 'dpc' else 'noise'}"
+        shown = ": drawn larger on the decision graph" if studio.method == "dpc" else ""
+        self.selected_note.object = f"**{counted(labels.size, 'point')} lassoed** in the 2-D view, in {where}{shown}"
 
     def _show_teaching(self, *events) -> None:
         teaching = self.teaching

@@ -634,3 +634,15 @@ def test_a_urls_refused_value_leaves_its_data_set_and_method_shown(cache, page, 
     assert page.studio.dataset is cache.sample("moons") and page.studio.method == method and page.method.value == method
     assert page.alert.visible and refused in page.alert.object
     assert page.alert.object.endswith(". The page shows the URL's data set and method, with their defaults.")
+
+
+def test_a_lasso_in_the_2d_view_says_which_clusters_it_holds_under_every_method(page):
+    """Under DBSCAN the note pointed at a decision graph the page did not show."""
+    x, y = page.studio.plot_coordinates("view")
+    square = [(x.min() - 1, y.min() - 1), (x.max() + 1, y.min() - 1), (x.max() + 1, y.max() + 1), (x.min() - 1, y.max() + 1)]
+    page.studio.select_in_view(square)  # every point
+    assert page.selected_note.object == "**2,300 points lassoed** in the 2-D view, in 5 clusters: drawn larger on the decision graph"
+    page.studio.set_method("dbscan")
+    noise = int((page.studio.labels() < 0).sum())
+    clusters = int(page.studio.labels().max()) + 1
+    assert noise and page.selected_note.object == f"**2,300 points lassoed** in the 2-D view, in {clusters} clusters and {noise:,} noise"
