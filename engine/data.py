@@ -153,6 +153,9 @@ def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
     return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
 
+DECIMAL_COMMA = r"^(\s*[-+]?\d*),(\d+(?:[eE][-+]?\d+)?\s*)$"  # one number written with a decimal comma: "-0,126"
+
+
 def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:
     with _opened(source) as handle:
         lines = [line.decode("utf-8", errors="replace") for line in itertools.islice((ln for ln in handle if ln.strip()), 2)]
@@ -172,9 +175,15 @@ def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd
     has_header = not all(_is_number(f.strip().replace(decimal, ".")) for f in fields)
     options = {"sep": sep, "decimal": decimal, "header": 0 if has_header else None, "skip_blank_lines": True, "index_col": False}
     try:
-        return _read_csv(name, source, options, "utf-8-sig")
+        frame = _read_csv(name, source, options, "utf-8-sig")
     except UnicodeDecodeError:  # not UTF-8: most often a spreadsheet's Latin-1 export, where any byte is valid
-        return _read_csv(name, source, options, "latin-1")
+        frame = _read_csv(name, source, options, "latin-1")
+    if decimal == ",":  # a column the parser left as text (one stray word): its decimal commas read as numbers, so
+        # that the word is what an error names (it named the first "1,5")
+        for column in frame.columns:
+            if pd.api.types.is_string_dtype(frame[column]):
+                frame[column] = frame[column].str.replace(DECIMAL_COMMA, r"\1.\2", regex=True)
+    return frame
 
 
 def _read_csv(name: str, source: Path | io.BytesIO, options: dict, encoding: str) -> pd.DataFrame:

@@ -82,6 +82,16 @@ def test_semicolon_exports_with_decimal_commas(tmp_path):
     np.testing.assert_array_equal(semi.values, np.float32([[1.5, 2], [3, 4]]))
 
 
+def test_a_stray_word_among_decimal_commas_is_the_value_named(tmp_path):
+    """The parser leaves such a column as text, decimal commas and all: the error named the first "1,5"."""
+    rows = "".join("1,5;2\n" if i % 2 else "3;4,25\n" for i in range(40))
+    (tmp_path / "eu.csv").write_text("x;y\n" + rows + "abc;3\n2,5;1\n")
+    with pytest.raises(DataError, match=r"column 'x' is not numeric: value 'abc' at row 40 \(0-based\)"):
+        to_points(tmp_path / "eu.csv")
+    (tmp_path / "named.csv").write_text("x;y;who\n" + "1,5;2;Smith, J\n" * 3)  # text with commas stays text
+    assert to_points(tmp_path / "named.csv").columns == ("x", "y")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
