@@ -16,6 +16,11 @@ import param
 from dpstudio.engine.data import with_dropped_rows
 
 
+class Unchanged(ValueError):
+    """An action that ended without changing anything, for an ordinary reason: a lasso or a rectangle around no point,
+    a click on no branch, a sweep of points no longer shown. The page says it as a note, not as a failure."""
+
+
 class MethodState(param.Parameterized):
     """One clustering method over a session's data set. Subclasses fill ``_model`` in ``load``."""
 

@@ -39,8 +39,8 @@ from .dbscan_plots import DBSCANPlots
 from .document import walk_held
 from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
+from .method_state import Unchanged
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
-from .pointing import NothingInside
 from .reproduce import (apply_session, command_line, page_query, query_document, query_fallback, read_session, saved_name,
                         session_json)
 from .studio import EDIT_UNDO_DEPTH, Studio
@@ -539,7 +539,7 @@ class StudioPage:
             except SessionEnded:  # only its finished parts were cached: every cache keeps only finished results
                 log.info("%s stopped: its browser had left", label)
                 return False
-            except NothingInside as exc:  # a lasso that missed: said as a note, and nothing changed
+            except Unchanged as exc:  # a lasso that missed, say: said as a note, and nothing changed
                 self._say(str(exc), "info")
                 return False
             except Exception as exc:  # any engine or data error: shown, and the session stays as it was

@@ -10,11 +10,6 @@ from dpstudio.engine import cpu
 REACH = 0.02  # a point is under the mouse within 2% of the shown ranges (about 10 pixels)
 
 
-class NothingInside(ValueError):
-    """A lasso or rectangle that holds no point: an ordinary miss, after which nothing has changed (the page says so
-    as a note, not as a failure)."""
-
-
 def nearest_point(x: np.ndarray, y: np.ndarray, at: tuple[float, float], x_range, y_range) -> int | None:
     """The point nearest ``at`` in screen proportions (each axis divided by its shown range), or None when none
     lies within REACH of it. Ranges are (low, high), or None for the data's extent."""

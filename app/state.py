@@ -26,8 +26,7 @@ from dpstudio.engine.indexed import KERNELS
 from dpstudio.engine.notation import short
 
 from .datasets import Dataset
-from .method_state import MethodState
-from .pointing import NothingInside
+from .method_state import MethodState, Unchanged
 from .sweep import dc_sweep, sweep_dcs
 
 UNDO_DEPTH = 50
@@ -266,7 +265,7 @@ class ClusteringSession(MethodState):
         model = self.model
         chosen = model.choose_centers(**choice)
         if region and not len(chosen):
-            raise NothingInside(f"Nothing selected: the {region} holds no point of the decision graph; the centers are unchanged.")
+            raise Unchanged(f"Nothing selected: the {region} holds no point of the decision graph; the centers are unchanged.")
         picks = Picks.of(model, chosen, corner)
         if len(chosen) > CONFIRM_ABOVE:
             self._pending = picks
@@ -307,18 +306,30 @@ class ClusteringSession(MethodState):
     # the dc sweep --------------------------------------------------------------------------------------------
     def run_sweep(self, progress=None) -> None:
         """Cluster at SWEEP_DCS dc values (``sweep.dc_sweep``); kept unless the data set or kernel changed meanwhile,
-        so it may run beside other actions. This session's own points (edited, streamed), which its edits change in
-        place, are swept in a copy."""
+        so it may run beside other actions; it stops at its next dc once they have (``Unchanged``). This session's own
+        points (edited, streamed), which its edits change in place, are swept in a copy."""
         self.model  # (refused before a data set is loaded)
         dataset, kernel = self.dataset, self.kernel
         indexed = dataset.indexed
         if dataset.base is not None:
             indexed = copy.deepcopy(indexed)  # (under the index's lock: never points halfway through an edit)
             indexed.forget_caches()
-        result = dc_sweep(indexed, kernel, sweep_dcs(indexed), progress)
-        if self.dataset is dataset and self.kernel == kernel:  # (Datasets hold arrays: compared by identity)
+
+        def swept(phase: str, fraction: float) -> None:
+            if not self._sweeps(dataset, kernel):
+                raise Unchanged("The dc sweep stopped: the data set or the kernel it was sweeping is no longer shown.")
+            if progress:
+                progress(phase, fraction)
+
+        result = dc_sweep(indexed, kernel, sweep_dcs(indexed), swept)
+        if self._sweeps(dataset, kernel):
             with param.edit_constant(self):
                 self.sweep = result
+
+    def _sweeps(self, dataset: Dataset, kernel: str) -> bool:
+        """Whether a sweep of ``dataset`` with ``kernel`` is still of what is shown (Datasets hold arrays: compared by
+        identity)."""
+        return self.dataset is dataset and self.kernel == kernel
 
     def sweep_frame(self) -> pd.DataFrame | None:
         """The sweep per dc (see ``DcSweep.frame``) against the current labels, or None before a sweep."""

@@ -21,8 +21,8 @@ from dpstudio.engine.centers import graph_coordinates
 from .compare import adjusted_rand_index, contingency
 from .datasets import Dataset, no_truth
 from .density_state import DBSCANState, HDBSCANState
-from .method_state import MethodState
-from .pointing import NothingInside, inside_lasso, nearest_point
+from .method_state import MethodState, Unchanged
+from .pointing import inside_lasso, nearest_point
 from .state import ClusteringSession, Shown
 
 COLOUR_BY = ("clusters", "truth")
@@ -118,13 +118,13 @@ class Studio(param.Parameterized):
 
     def select_in_view(self, geometry) -> None:
         """The points inside a lasso on the 2-D view, to be seen on the decision graph; fewer than 3 vertices (a
-        click) clears the selection, and a lasso around no point changes nothing (``NothingInside``)."""
+        click) clears the selection, and a lasso around no point changes nothing (``Unchanged``)."""
         vertices = np.asarray(geometry if geometry is not None else [], dtype=np.float64)
         selected = None
         if vertices.ndim == 2 and vertices.shape[0] >= 3:
             selected = inside_lasso(*self.plot_coordinates("view"), vertices)
             if not selected.any():  # (an empty selection drew every point of the decision graph larger)
-                raise NothingInside("Nothing selected: the lasso holds no point of the 2-D view.")
+                raise Unchanged("Nothing selected: the lasso holds no point of the 2-D view.")
         with param.edit_constant(self):
             self.selected = selected
 
@@ -149,7 +149,7 @@ class Studio(param.Parameterized):
             raise ValueError("draw a lasso around the points to delete")
         inside = np.flatnonzero(inside_lasso(*self.plot_coordinates("view"), vertices))
         if not inside.size:
-            raise NothingInside("Nothing deleted: the lasso holds no point.")
+            raise Unchanged("Nothing deleted: the lasso holds no point.")
         self.edit(lambda model: model.delete(inside), undoable=True)
 
     def edit(self, change, order: np.ndarray | None = None, undoable: bool = False) -> None:

@@ -14,7 +14,7 @@ from dpstudio.engine.hierarchy import CondensedTree, cluster_hierarchy
 from .density_state import HDBSCANState
 from .plot_frame import frame
 from .plots import HALO_GREY, cluster_colour, detach_streams
-from .pointing import NothingInside
+from .method_state import Unchanged
 
 UNSELECTED = "#e8e8e8"
 
@@ -78,7 +78,7 @@ class TreePlot:
         like a cluster that did not answer)."""
         cluster = cluster_at(self._current_boxes(), x, y)
         if cluster is None:
-            raise NothingInside("No branch there, nothing changed: click a box of the condensed tree. Its root, all "
+            raise Unchanged("No branch there, nothing changed: click a box of the condensed tree. Its root, all "
                                 "the points above the first split, is never a cluster of its own.")  # fmt: skip
         return cluster
 
