@@ -289,6 +289,7 @@ class StudioPage:
         self.colour_by.param.watch(lambda e: e.new != studio.colour_by and self._start("Recolouring", studio.set_colour_by, e.new), "value")
         self.pin.on_click(lambda e: self._start("Pinning", studio.pin))
         self.unpin.on_click(lambda e: self._start("Unpinning", studio.unpin))
+        studio.param.watch(self._pin_dropped, "pinned")
         self.sweep.on_click(lambda e: self._start("Sweeping dc", session.run_sweep, activity=self.sweeping))
         for tap in self.sweep_plot.taps:
             tap.add_subscriber(lambda x, y: self._go_to_dc(self.sweep_plot.clicked_dc(x)))
@@ -889,6 +890,12 @@ class StudioPage:
         if "core" in facts and facts["label"] >= 0:  # (noise is said already)
             parts.append("core point" if facts["core"] else "border point")
         self.pointed_note.object = " · ".join(parts)
+
+    def _pin_dropped(self, event) -> None:
+        """Say why the comparison went where its points changed (an edit, a stream's batch: it went without a word)."""
+        if event.old is not None and event.new is None and event.old.dataset is not self.studio.dataset:
+            self._say(f"The pinned clustering ({event.old.name}) was unpinned: the points it labelled are no longer "
+                      "the ones shown.", "info")  # fmt: skip
 
     def _show_selected(self, *events) -> None:
         """How many points the 2-D view's lasso holds and in which clusters, for every method (under DBSCAN it

@@ -35,6 +35,7 @@ class Pinned:
 
     name: str
     labels: np.ndarray
+    dataset: Dataset  # the points its labels are of: a new data set, or an edit, drops it
 
 
 class Studio(param.Parameterized):
@@ -100,7 +101,7 @@ class Studio(param.Parameterized):
     def pin(self) -> None:
         """Keep the current clustering to compare later ones (of any method) with."""
         with param.edit_constant(self):
-            self.pinned = Pinned(self.active.describe(), self.active.labels().copy())
+            self.pinned = Pinned(self.active.describe(), self.active.labels().copy(), self.dataset)
 
     def unpin(self) -> None:
         with param.edit_constant(self):

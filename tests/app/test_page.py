@@ -646,3 +646,13 @@ def test_a_lasso_in_the_2d_view_says_which_clusters_it_holds_under_every_method(
     noise = int((page.studio.labels() < 0).sum())
     clusters = int(page.studio.labels().max()) + 1
     assert noise and page.selected_note.object == f"**2,300 points lassoed** in the 2-D view, in {clusters} clusters and {noise:,} noise"
+
+
+def test_a_pin_dropped_by_an_edit_says_so_and_one_unpinned_does_not(page):
+    page.studio.pin()
+    page.studio.unpin()
+    assert not page.alert.visible
+    page.studio.pin()
+    page.studio.add_point(0.0, 0.0)
+    assert page.studio.pinned is None and page.alert.visible and page.alert.alert_type == "info"
+    assert page.alert.object.startswith("The pinned clustering (DPC dc=") and "no longer the ones shown" in page.alert.object
