@@ -241,7 +241,7 @@ class StudioPage:
                                         width=300, visible=False)  # fmt: skip
         self.teaching_size_note = pn.pane.Markdown(css_classes=["dp-status"])
         self.explained_note = pn.pane.Markdown(css_classes=["dp-status"])
-        self.step_note = pn.pane.Markdown(visible=False)
+        self.step_note = pn.pane.Markdown(visible=False, sizing_mode="stretch_width")  # wrapped: a long step ran off a narrow window
         self.suggest = pn.widgets.Button(name="Automatic clusters", button_type="primary")
         # no start: a bound makes the browser keep a 0 typed in the box and send nothing, and Pick used the old number
         self.n_clusters = whole_number_input("Number of clusters", width=130)
