@@ -23,7 +23,16 @@ CHOICE_STYLE = {"button_type": "primary", "button_style": "outline"}
 
 EPS_STEPS = 400  # slider positions between the ends of the eps range (log scale)
 # the slider moves log10(eps); its label shows eps
-EPS_LABEL = "return Number(Math.pow(10, tick).toPrecision(3)).toString()"
+# the slider's eps (its value is log10 eps) to 3 significant digits, as the engine's ``short`` writes it: 1e9, not
+# 1000000000
+EPS_LABEL = """
+const eps = Math.pow(10, tick), size = Math.abs(eps);
+if (size >= 1e3 || (size > 0 && size < 1e-4)) {
+  const [mantissa, power] = eps.toExponential(2).split("e");
+  return `${Number(mantissa)}e${parseInt(power)}`;
+}
+return Number(eps.toPrecision(3)).toString();
+"""
 SMALLEST_STEP = 1e-16  # the smallest step Bokeh's number box takes
 STATUS = ["dp-status"]
 

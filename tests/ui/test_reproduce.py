@@ -40,6 +40,9 @@ def test_a_url_opens_a_sample_with_its_parameters_and_a_bad_one_says_why(page: P
     assert view.screenshot() != picture, "the 2-D view was not recoloured"
     open_app(page, f"{server.url}/?dc=abc")
     expect(page.get_by_text("Opening the URL's parameters failed: dc must be a number, got 'abc'")).to_be_visible()
+    open_app(page, f"{server.url}/?sample=moons&method=dbscan&eps=1e9")  # the slider's label wrote 1000000000
+    expect(page.locator(".bk-slider-title", has_text="log scale")).to_have_text("ε (log scale: drag, the points follow): 1e9",
+                                                                               timeout=TIMEOUT_MS)  # fmt: skip
 
 
 def pick_top_three(page: Page) -> None:
