@@ -58,6 +58,7 @@ PALETTE = (HALO_GREY, *CLUSTER_COLOURS)  # colour code 0 is the halo
 CATEGORIES = [str(code) for code in range(len(PALETTE))]
 MARKER_SIZE = 16  # pixels across a center marker
 VIEW_INSTRUCTION = "lasso some to see them on the decision graph"  # DPC's alone: the other methods have no graph
+VIEW_COUNTS = "lasso some to count them by cluster"  # theirs (no line: the view sat higher than the plot beside it)
 # the layers over a plot's image leave its ranges to the image (shaded for the zoom, or the data's extent with room
 # for a marker): a plot made again (the teaching layers joining) keeps the zoom, and redraws skip their extents
 OVER_THE_IMAGE = {"apply_ranges": False}
@@ -493,12 +494,13 @@ def _tools_on_markers_only(plot, element) -> None:
 
 
 def _view_instruction(plot, element) -> None:
-    """The 2-D view's instruction, after each redraw, under DPC alone: its lasso shows points on the decision graph,
-    which only DPC has. The image's group names the method: a hook is kept in HoloViews' options for good, so one
-    that held a session's plots kept every closed page alive. (As its label, the method made a legend box reading
-    "dpc" over the view wherever the image joined another overlay, as the teaching layers' does.)"""
+    """The 2-D view's instruction, after each redraw: under DPC its lasso shows points on the decision graph, which
+    only DPC has; under the others it counts them by cluster. The image's group names the method: a hook is kept in
+    HoloViews' options for good, so one that held a session's plots kept every closed page alive. (As its label, the
+    method made a legend box reading "dpc" over the view wherever the image joined another overlay, as the teaching
+    layers' does.)"""
     if (line := instruction_line(plot)) is not None:
-        line.visible = element.group == "dpc"
+        line.text = VIEW_INSTRUCTION if element.group == "dpc" else VIEW_COUNTS
 
 
 def view_dims(x_axis: str, y_axis: str) -> tuple[hv.Dimension, hv.Dimension]:

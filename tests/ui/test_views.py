@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from dpstudio.app.plots import VIEW_INSTRUCTION
+from dpstudio.app.plots import VIEW_COUNTS, VIEW_INSTRUCTION
 
 from .test_app import ROWS, TIMEOUT_MS, data_set_info, dc_field, open_app, plot_canvas, type_into
 
@@ -153,6 +153,7 @@ def test_switching_method_and_back_keeps_the_data_and_the_dpc_clustering(page: P
     switch_to_dbscan(page)
     wait_for_title(page, "Points by cluster")
     wait_for_title(page, VIEW_INSTRUCTION, shown=False)  # its lasso shows points on DPC's decision graph alone
+    wait_for_title(page, VIEW_COUNTS)  # a line of its own, so that the view sits as high as the plot beside it
     choose_method(page, "HDBSCAN")
     expect(page.get_by_text("chosen by the rule")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.get_by_role("columnheader", name="core")).to_be_hidden()
