@@ -275,15 +275,18 @@ def query_document(query: str | dict) -> dict:
 
 
 def query_fallback(query: dict) -> dict | None:
-    """What a URL's query still shows when one of its values is refused: its data set and method, with their
-    defaults (a refused eps opened the page on DPC); None where that is the query itself, or is refused too."""
-    layout = {name: query[name] for name in ("sample", "features", "standardize", "method") if name in query}
-    if not layout or layout == query:
-        return None
-    try:
-        return query_document(layout)
-    except ValueError:
-        return None
+    """What a URL's query still shows when one of its values is refused: its data set and method with their
+    defaults (a refused eps opened the page on DPC), else its sample and method, else its sample (a refused feature
+    or method opened the page on the default sample); None where nothing of it is left, or the query is all of it."""
+    for names in (("sample", "features", "standardize", "method"), ("sample", "method"), ("sample",)):
+        layout = {name: query[name] for name in names if name in query}
+        if not layout or layout == query:
+            continue
+        try:
+            return query_document(layout)
+        except ValueError:
+            pass
+    return None
 
 
 def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:

@@ -14,8 +14,8 @@ import pytest
 
 from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.reproduce import (apply_session, command_line, page_query, query_document, read_session, session_document,
-                                   session_json)
+from dpstudio.app.reproduce import (apply_session, command_line, page_query, query_document, query_fallback, read_session,
+                                   session_document, session_json)
 from dpstudio.app.streaming import Streaming
 from dpstudio.app.studio import Studio
 from dpstudio.engine import DBSCAN
@@ -388,6 +388,20 @@ def test_a_urls_min_samples_without_eps_opens_at_its_own_knee(studio, cache):
     apply_session(studio, query_document("?sample=moons&method=dbscan&min_samples=12"), cache)
     knee = DBSCAN(eps=None, min_samples=12, backend="cpu").fit(studio.dataset.points.values).eps_
     assert (studio.dbscan.min_samples, studio.dbscan.eps) == (12, knee)  # it kept the knee of min_samples 5
+
+
+@pytest.mark.parametrize(("query", "shown"), [
+    ({"sample": ["moons"], "method": ["dbscan"], "eps": ["-1"]}, ("moons", "dbscan")),
+    # a refused feature, scaling or method opened the page on the default sample
+    ({"sample": ["moons"], "features": ["x,x"]}, ("moons", "dpc")),
+    ({"sample": ["moons"], "standardize": ["yes"], "method": ["dbscan"]}, ("moons", "dbscan")),
+    ({"sample": ["moons"], "method": ["DBSCAN"]}, ("moons", "dpc")),
+    ({"sample": ["nowhere"], "method": ["dbscan"]}, None),
+    ({"sample": ["moons"]}, None),  # the query itself: nothing else to show
+])  # fmt: skip
+def test_a_refused_url_still_shows_what_of_it_is_good(query, shown):
+    fallback = query_fallback(query)
+    assert (None if fallback is None else (fallback["dataset"]["sample"], fallback["method"])) == shown
 
 
 def test_no_address_names_a_file_or_edited_points(studio, cache, blobs_with_nan_rows):
