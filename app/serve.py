@@ -88,6 +88,12 @@ def warm_up(cache: DatasetCache, settings: PageSettings) -> None:
     """Load the first data set with its index and first dc, and compile datashader's kernels, before the first visitor."""
     dataset = initial_dataset(cache, settings)
     DensityPeaks(dc_percent=settings.dc_percent).fit(dataset.indexed)
+    # the incremental engine's kernels (a click's edit, a stream's batch), on a few points of their own: on a fresh
+    # install a visitor's first edit waited 15-20 s for them to compile
+    edited = DensityPeaks(dc_percent=settings.dc_percent, backend=dataset.indexed.backend.name)
+    edited.fit(np.random.default_rng(0).normal(size=(500, 2)).astype(np.float32)).assign(centers=[0, 1])
+    edited.partial_fit(np.zeros((1, 2), np.float32))
+    edited.delete([0])
     for large in (None, np.array([True, False])):  # both ways of spreading (DBSCAN's core points drawn larger)
         shade_categories(np.zeros(2), np.ones(2), np.arange(2), None, None, *PLOT_SIZE, ("x", "y"), large=large)
     # one page made as a session's, shown with each method, and dropped: a server's first page took its visitor about
@@ -186,7 +192,7 @@ def serve(
     BokehRenderer.webgl = False
     if num_procs == 1:
         print(f"dpstudio: loading {path or sample_data.DEFAULT} and the engine's kernels (the first start on a machine "
-              "compiles them: about 30 s)", flush=True)  # fmt: skip
+              "compiles them: about a minute)", flush=True)  # fmt: skip
         warm_up(cache, settings)  # also fails early, with a clear message, on a bad PATH
     port = port or free_port(address)
     host = "localhost" if address in WILDCARD_ADDRESSES else address
