@@ -273,7 +273,10 @@ class StudioPage:
                                    styles={"position": "sticky", "top": "0", "z-index": "10"})
         self.pointed_note = pn.pane.Markdown(POINT_AT, css_classes=["dp-status"])
         self._last_pointed: tuple[Dataset, int] | None = None  # the point whose facts the note gives
-        self.selected_note = pn.pane.Markdown(css_classes=["dp-status"])
+        # "", not None, so that a relabel with nothing lassoed changes nothing: set from None to "" by the relabels of
+        # a URL's opening, it left 3 page loads in 4 with "reference … isn't known" (a patch naming a model the
+        # browser did not have)
+        self.selected_note = pn.pane.Markdown("", css_classes=["dp-status"])
         self.clear_selection = pn.widgets.Button(name="Clear the selection", visible=False)
         self.table = pn.widgets.Tabulator(show_index=False, disabled=True, pagination="remote", page_size=TABLE_PAGE,
                                           sizing_mode="stretch_width")  # fmt: skip
