@@ -44,7 +44,7 @@ class DBSCAN(_OnIndex):
     eps : float or None
         Neighbourhood radius: q is a neighbour of p iff ``d(p, q) <= eps``, decided as
         ``float32(sum_k (p_k - q_k)^2) <= float32(eps^2)`` (the float32 rule of the whole engine).
-        None: the knee of the sorted core distances (``suggest_eps``).
+        None: the knee of the sorted core distances (``suggest_eps``). Default 0.5, as scikit-learn's.
     min_samples : int
         A point is core when at least min_samples points (itself counted) lie within eps.
     neighbors : {"exact", "approximate"}
