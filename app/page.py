@@ -165,6 +165,7 @@ class StudioPage:
         self._workers = 0  # actions running in a worker thread now
         self._switches_queued = 0  # method switches clicked and not yet run (counted on the event loop)
         self._method_wanted = self.studio.method  # what the method buttons show: the last one clicked, while queued
+        self._sample_wanted: str | None = None  # the data set chosen last in the list
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -763,10 +764,14 @@ class StudioPage:
 
     def _sample_chosen(self, event) -> None:
         if event.new != self._choice(self.studio.dataset):  # not just the list following what is shown
+            self._sample_wanted = event.new
             self._start("Loading", self._load_sample, event.new, asked_on=None)
 
     def _load_sample(self, choice: str, progress=None) -> None:
-        """A sample by name, or the user's file again."""
+        """A sample by name, or the user's file again; not where a later choice waits behind it (the arrow keys
+        through the list asked for every set on the way, and each was loaded)."""
+        if choice != self._sample_wanted:
+            return
         self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
 
     def _load_upload(self, filename: str, content: bytes | str, progress=None) -> None:

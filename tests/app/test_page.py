@@ -656,3 +656,14 @@ def test_a_pin_dropped_by_an_edit_says_so_and_one_unpinned_does_not(page):
     page.studio.add_point(0.0, 0.0)
     assert page.studio.pinned is None and page.alert.visible and page.alert.alert_type == "info"
     assert page.alert.object.startswith("The pinned clustering (DPC dc=") and "no longer the ones shown" in page.alert.object
+
+
+def test_arrowing_through_the_data_sets_loads_only_the_last(cache, page, queued, monkeypatch):
+    loaded = []
+    sample = cache.sample
+    monkeypatch.setattr(cache, "sample", lambda name, progress=None: loaded.append(name) or sample(name, progress))
+    for name in ("moons", "nested", "noisy"):  # the arrow keys through the list: a change at each
+        page.sample.value = name
+    assert len(queued) == 3
+    assert run_queued(asyncio.new_event_loop(), queued) == [True, True, True]
+    assert loaded == ["noisy"] and page.studio.dataset.name == "noisy" and page.sample.value == "noisy"
