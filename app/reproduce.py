@@ -81,10 +81,10 @@ def page_query(studio: Studio) -> str:
     (``session_document``), which ``query_document`` reads back; "" for a file or edited points, which no URL can
     name. Centers followed from another dc are written as they are at this one (a saved session also keeps the dc
     they were picked at)."""
+    if data_source(studio)[0] is None or studio.dataset.base is not None:
+        return ""  # (before the document: an edited set's runs of rows are made at every stream batch otherwise)
     document = session_document(studio)
     dataset, method = document["dataset"], document["method"]
-    if dataset["sample"] is None or "edits" in dataset:
-        return ""
     query = {"sample": dataset["sample"]}
     if studio.dataset.points.columns != studio.dataset.available:
         query["features"] = ",".join(dataset["features"])
