@@ -102,6 +102,10 @@ class DBSCANState(TreeState):
         model = DBSCAN(eps=eps, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
         self._show_tree(model, dataset=dataset)
 
+    def forget_eps(self) -> None:
+        """The next data set loaded opens at its knee (and the old one is no longer held here)."""
+        self._eps_set = None
+
     def set_eps(self, eps: float, typed: bool = False) -> None:
         """Relabel at eps from the cached tree (cheap enough to follow a dragged slider). The slider and the curves
         cover eps: their range widened to it, or for an eps ``typed`` (no slider under the mouse) the curves' own

@@ -27,7 +27,7 @@ EPS_STEPS = 400  # slider positions between the ends of the eps range (log scale
 # 1000000000
 EPS_LABEL = """
 const eps = Math.pow(10, tick), size = Math.abs(eps);
-if (size >= 1e3 || (size > 0 && size < 1e-4)) {
+if (size >= 999.5 || (size > 0 && size < 1e-4)) {  // (what rounds to 1000 at 3 digits is 1e3)
   const [mantissa, power] = eps.toExponential(2).split("e");
   return `${Number(mantissa)}e${parseInt(power)}`;
 }

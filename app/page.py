@@ -41,7 +41,7 @@ from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
 from .method_state import Unchanged
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
-from .reproduce import (apply_session, command_line, page_query, query_document, query_fallback, read_session, saved_name,
+from .reproduce import (apply_session, command_line, page_query, query_document, query_fallbacks, read_session, saved_name,
                         session_json)
 from .studio import EDIT_UNDO_DEPTH, Studio
 from .sweep import SWEEP_DCS, SWEEP_PERCENTS
@@ -65,8 +65,8 @@ BUSY_AFTER = 1.0  # seconds an action runs before its progress is shown: quicker
 PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computing ρ", "delta": "Computing δ",
           "neighbours": "Listing neighbours", "mst": "Building the spanning tree", "sweep": "Clustering at each dc"}
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
-ADDRESS_FOLLOWS = "window.history.replaceState(window.history.state, '', window.location.pathname + cb_obj.value + window.location.hash)"
-SHOWS_THE_REST = "The page shows the URL's data set and method, with their defaults."
+ADDRESS_FOLLOWS = ("const query = cb_obj.value.slice(cb_obj.value.indexOf(' ') + 1);"  # after the revision
+                   "window.history.replaceState(window.history.state, '', window.location.pathname + query + window.location.hash)")
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
@@ -604,26 +604,34 @@ class StudioPage:
         bad one is said in the alert and the page opens as usual."""
         if not params:
             return
-        fallback = query_fallback(params)
+        fallbacks, method = query_fallbacks(params), params.get("method", ["dpc"])[0]
         try:
             document = query_document(params)
         except ValueError as exc:
-            self._say(f"**Opening the URL's parameters failed:** {exc}" + (f". {SHOWS_THE_REST}" if fallback else ""))
-            if fallback is not None:  # (the message stays up while it loads)
-                self._start("Opening the URL's data set and method", self._apply_session, fallback, asked_on=None, keep_alert=True)
+            if not fallbacks:
+                self._say(f"**Opening the URL's parameters failed:** {exc}")
+                return
+            self._start("Opening the URL's parameters", self._open_url, None, fallbacks, method, str(exc), asked_on=None)
             return
-        self._start("Opening the URL's parameters", self._open_url, document, fallback, asked_on=None)
+        self._start("Opening the URL's parameters", self._open_url, document, fallbacks, method, asked_on=None)
 
-    def _open_url(self, document: dict, fallback: dict | None, progress=None) -> None:
-        """A URL's session document; where the data set refuses one of its values (a min_samples above its size),
-        its data set and method with their defaults, and the refusal raised for the page to say."""
-        try:
-            self._apply_session(document, progress)
-        except ValueError as exc:
-            if fallback is None:
-                raise
-            self._apply_session(fallback, progress)
-            raise ValueError(f"{exc}. {SHOWS_THE_REST}") from exc
+    def _open_url(self, document: dict | None, fallbacks: list[dict], method: str, refused: str = "", progress=None) -> None:
+        """A URL's session document (None: ``refused`` as it was read); where the data set refuses it too (a
+        min_samples above its size, a column the sample lacks), the first of ``fallbacks`` it does not refuse, and
+        the refusal raised for the page to say, with what it shows (of the data set and the ``method`` asked for)."""
+        if document is not None:
+            try:
+                return self._apply_session(document, progress)
+            except ValueError as exc:
+                refused = str(exc)
+        for fallback in fallbacks:
+            try:
+                self._apply_session(fallback, progress)
+            except ValueError:
+                continue
+            kept = "data set and method" if fallback["method"] == method else "data set"
+            raise ValueError(f"{refused}. The page shows the URL's {kept}, with their defaults.")
+        raise ValueError(refused)
 
     def _session_chosen(self, *events) -> None:
         content, chosen = self.load_session.value, any(e.name == "filename" and e.new for e in events)
@@ -783,6 +791,7 @@ class StudioPage:
             # read as the Standardize box says: so values too large for float32 distances can be loaded at all
             self._your_file = self.cache.upload(filename, content, self.settings.max_upload_bytes, progress, self.standardize.value)
             self._load(self._your_file, progress)
+            self.upload.css_classes = []  # (a refused file sent just before it marked this one)
         except Exception:
             self.upload.css_classes = ["dp-refused"]  # the file's box said "Sent" beside the alert that refused it
             raise
@@ -900,7 +909,8 @@ class StudioPage:
         self.pointed_note.object = " · ".join(parts)
 
     def _pin_dropped(self, event) -> None:
-        """Say why the comparison went where its points changed (an edit, a stream's batch: it went without a word)."""
+        """Say why the comparison went where its points changed: another data set, an edit, a stream's batch (the
+        last two took it without a word)."""
         if event.old is not None and event.new is None and event.old.dataset is not self.studio.dataset:
             self._say(f"The pinned clustering ({event.old.name}) was unpinned: the points it labelled are no longer "
                       "the ones shown.", "info")  # fmt: skip
@@ -913,7 +923,7 @@ class StudioPage:
         if selected is None:
             self.selected_note.object = ""
             return
-        labels = studio.labels()[selected]
+        labels = studio.active.labels()[selected]  # the method's clusters, also while the points show the truth
         unlabelled = int((labels < 0).sum())
         where = counted(np.unique(labels[labels >= 0]).size, "cluster")
         if unlabelled:
@@ -1001,7 +1011,8 @@ class StudioPage:
         self._show_comparison()
         self._show_status()
         self.command.value = command_line(self.studio)
-        self.address.value = page_query(self.studio)
+        # with the revision: a file's address ("") never changed, so a query typed for it stayed through every change
+        self.address.value = f"{self.studio.revision} {page_query(self.studio)}"
 
     def _align_floats(self, table: pd.DataFrame) -> None:
         """Show each float column of ``table`` with one count of decimals (Gaussian ρ wrote 84.6 above 82.28, and

@@ -274,19 +274,22 @@ def query_document(query: str | dict) -> dict:
     return _checked(document)
 
 
-def query_fallback(query: dict) -> dict | None:
-    """What a URL's query still shows when one of its values is refused: its data set and method with their
-    defaults (a refused eps opened the page on DPC), else its sample and method, else its sample (a refused feature
-    or method opened the page on the default sample); None where nothing of it is left, or the query is all of it."""
+def query_fallbacks(query: dict) -> list[dict]:
+    """What a URL's query may still show when one of its values is refused, to try in turn (the data set may refuse
+    one too: a column the sample lacks): its data set and method with their defaults (a refused eps opened the page
+    on DPC), its sample and method, its sample (a refused feature or method opened the page on the default sample).
+    None of them is the query itself."""
+    fallbacks = []
     for names in (("sample", "features", "standardize", "method"), ("sample", "method"), ("sample",)):
         layout = {name: query[name] for name in names if name in query}
-        if not layout or layout == query:
-            continue
-        try:
-            return query_document(layout)
-        except ValueError:
-            pass
-    return None
+        if layout and layout != query:
+            try:
+                document = query_document(layout)
+            except ValueError:
+                continue
+            if document not in fallbacks:
+                fallbacks.append(document)
+    return fallbacks
 
 
 def apply_session(studio: Studio, document: dict, cache: DatasetCache, progress=None) -> None:

@@ -65,7 +65,9 @@ class Studio(param.Parameterized):
 
     # actions ------------------------------------------------------------------------------------------------
     def load(self, dataset: Dataset, progress=None) -> None:
-        """Show a data set with the current method; the other methods load it when they are shown."""
+        """Show a data set with the current method; the other methods load it when they are shown (DBSCAN at its
+        knee: an ε set on another data set, or on this one before, is forgotten)."""
+        self.dbscan.forget_eps()
         self.active.load(dataset, progress=progress)
         for state in self.states.values():
             if state is not self.active:

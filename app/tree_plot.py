@@ -12,9 +12,9 @@ import pandas as pd
 from dpstudio.engine.hierarchy import CondensedTree, cluster_hierarchy
 
 from .density_state import HDBSCANState
+from .method_state import Unchanged
 from .plot_frame import frame
 from .plots import HALO_GREY, cluster_colour, detach_streams
-from .method_state import Unchanged
 
 UNSELECTED = "#e8e8e8"
 
@@ -78,8 +78,8 @@ class TreePlot:
         like a cluster that did not answer)."""
         cluster = cluster_at(self._current_boxes(), x, y)
         if cluster is None:
-            raise Unchanged("No branch there, nothing changed: click a box of the condensed tree. Its root, all "
-                                "the points above the first split, is never a cluster of its own.")  # fmt: skip
+            raise Unchanged("No branch there, nothing changed: click a box of the condensed tree. Its root, all the "
+                            "points above the first split, is never a cluster of its own.")
         return cluster
 
     def close(self) -> None:

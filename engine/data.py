@@ -153,7 +153,7 @@ def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
     return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
 
-DECIMAL_COMMA = r"^(\s*[-+]?\d*),(\d+(?:[eE][-+]?\d+)?\s*)$"  # one number written with a decimal comma: "-0,126"
+DECIMAL_COMMA = r"^(\s*[-+]?\d*),(\d*(?:[eE][-+]?\d+)?\s*)$"  # one number written with a decimal comma: "-0,126", "1,"
 
 
 def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:

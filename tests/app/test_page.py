@@ -625,6 +625,8 @@ def test_dpcs_step_through_goes_at_the_click_on_another_method(page, queued):
 @pytest.mark.parametrize(("query", "refused"), [
     ({"sample": ["moons"], "method": ["dbscan"], "eps": ["-1"]}, "eps must be a finite positive number, got -1.0. The page"),  # in the URL
     ({"sample": ["moons"], "method": ["hdbscan"], "min_cluster_size": ["5000"]}, "min_cluster_size"),  # by the data set
+    # a column the sample lacks, refused by the data set: the first fallback holds it too (blobs was shown, under DPC)
+    ({"sample": ["moons"], "features": ["a,b"], "method": ["dbscan"], "eps": ["0.1"]}, "no numeric column named 'a'"),
 ])  # fmt: skip
 def test_a_urls_refused_value_leaves_its_data_set_and_method_shown(cache, page, queued, query, refused):
     """A refused eps opened the page on DPC: the method the URL asked for was lost with it."""
@@ -667,3 +669,18 @@ def test_arrowing_through_the_data_sets_loads_only_the_last(cache, page, queued,
     assert len(queued) == 3
     assert run_queued(asyncio.new_event_loop(), queued) == [True, True, True]
     assert loaded == ["noisy"] and page.studio.dataset.name == "noisy" and page.sample.value == "noisy"
+
+
+def test_a_lasso_note_names_the_methods_clusters_while_the_points_show_the_truth(page):
+    x, y = page.studio.plot_coordinates("view")
+    page.studio.select_in_view([(x.min() - 1, y.min() - 1), (x.max() + 1, y.min() - 1), (x.max() + 1, y.max() + 1)])
+    clusters = page.selected_note.object
+    page.studio.set_colour_by("truth")  # blobs' truth has background noise, which DPC's 5 clusters do not
+    assert page.selected_note.object == clusters and "noise" not in clusters
+
+
+def test_a_good_file_sent_right_after_a_refused_one_is_not_marked_refused(page, queued, tmp_path):
+    page.upload.value = {"bad.csv": b"a,b\n1,2\n3,oops\n"}
+    page.upload.value = {"good.csv": "".join(f"{i % 7},{i % 5}\n" for i in range(40)).encode()}
+    run_queued(asyncio.new_event_loop(), queued)
+    assert page.studio.dataset.name == "good.csv" and page.upload.css_classes == []

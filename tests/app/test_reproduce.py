@@ -14,7 +14,7 @@ import pytest
 
 from dpstudio import sample_data
 from dpstudio.app.datasets import DatasetCache
-from dpstudio.app.reproduce import (apply_session, command_line, page_query, query_document, query_fallback, read_session,
+from dpstudio.app.reproduce import (apply_session, command_line, page_query, query_document, query_fallbacks, read_session,
                                    session_document, session_json)
 from dpstudio.app.streaming import Streaming
 from dpstudio.app.studio import Studio
@@ -400,8 +400,8 @@ def test_a_urls_min_samples_without_eps_opens_at_its_own_knee(studio, cache):
     ({"sample": ["moons"]}, None),  # the query itself: nothing else to show
 ])  # fmt: skip
 def test_a_refused_url_still_shows_what_of_it_is_good(query, shown):
-    fallback = query_fallback(query)
-    assert (None if fallback is None else (fallback["dataset"]["sample"], fallback["method"])) == shown
+    fallbacks = query_fallbacks(query)
+    assert (None if not fallbacks else (fallbacks[0]["dataset"]["sample"], fallbacks[0]["method"])) == shown
 
 
 def test_no_address_names_a_file_or_edited_points(studio, cache, blobs_with_nan_rows):

@@ -247,8 +247,10 @@ def test_a_set_eps_is_kept_through_edits_and_a_new_data_set_starts_at_its_knee(s
     studio.undo_edit()
     studio.set_method("dbscan")
     assert studio.dbscan.eps == 0.25
+    studio.set_method("dpc")  # loads while DBSCAN is not shown: its ε came back with blobs from the cache
     studio.load(cache.sample("moons"))
     studio.load(cache.sample("blobs"))  # another data set and back: each at its own knee, as first shown
+    studio.set_method("dbscan")
     assert studio.dbscan.eps == DBSCAN(eps=None, min_samples=8, backend="cpu").fit(studio.dataset.points.values).eps_ != 0.25
     assert knee != studio.dbscan.eps  # (the knee of min_samples 8, not of 5)
 

@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from dpstudio import sample_data
 
+from .conftest import Server
 from .test_app import ROWS, TIMEOUT_MS, data_set_info, open_app, plot_canvas, table_rows
 from .test_views import drag_eps_left
 
@@ -57,10 +58,12 @@ def pick_top_three(page: Page) -> None:
 def test_the_address_follows_the_page_so_that_a_reload_shows_it_again(page: Page, server):
     open_app(page, server.url)
     assert "?" not in page.url  # nothing changed yet: the address is as typed
+    entries = page.evaluate("history.length")
     pick_top_three(page)
     expect(page).to_have_url(re.compile(r"/\?sample=blobs&method=dpc&dc_percent=2&centers=\d+,\d+,\d+$"), timeout=TIMEOUT_MS)
+    assert page.evaluate("history.length") == entries  # replaced, not pushed: Back would change the address alone
     line = command_box(page).input_value()
-    page.go_back()  # replaced, not pushed: Back leaves the page, it does not change the address alone
+    page.go_back()
     assert "sample=blobs" not in page.url
     page.go_forward()
     expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
@@ -110,3 +113,17 @@ def test_features_and_scaling_are_chosen_on_the_page(page: Page, server):
     expect(data_set_info(page)).to_contain_text("2 features, standardized", timeout=TIMEOUT_MS)
     expect(command_box(page)).to_have_value(re.compile(r"--columns=x,y --standardize "), timeout=TIMEOUT_MS)
     expect(use).to_be_disabled()
+
+
+def test_the_address_of_a_served_file_follows_the_page_too(browser):
+    """A file has no URL: its address was "" from the start, never changed, and a query typed for it stayed through
+    every change (a reload then opened what the query said, not what was shown)."""
+    running = Server(str(sample_data.path("moons")), "--backend", "cpu")
+    try:
+        page = browser.new_page()
+        open_app(page, f"{running.url}/?method=dbscan")
+        expect(command_box(page)).to_have_value(re.compile("--method dbscan "), timeout=TIMEOUT_MS)
+        page.get_by_role("button", name="DPC", exact=True).click()
+        expect(page).to_have_url(f"{running.url}/", timeout=TIMEOUT_MS)
+    finally:
+        running.close()
