@@ -206,6 +206,8 @@ def test_a_sweep_of_points_that_change_under_it_is_dropped_and_never_reads_them_
     edited = studio.dataset
     studio.dpc.run_sweep()  # nothing changed meanwhile: kept
     assert studio.dpc.sweep is not None and studio.dpc.sweep.labels.shape[1] == edited.n_points == 2301
+    # swept on an index of its own, built from the points: the same clusterings as on the session's index
+    np.testing.assert_array_equal(studio.dpc.sweep.labels, dc_sweep(edited.indexed, "cutoff", studio.dpc.sweep.dc).labels)
     studio.add_point(1.0, 1.0)
     assert studio.dpc.sweep is None
 
