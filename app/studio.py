@@ -170,8 +170,7 @@ class Studio(param.Parameterized):
         """Back to the points, centers and dc rule DPC showed before the last edit by a click or a lasso."""
         if not self._edits:
             raise ValueError("there is no edit to undo")
-        if self.method != "dpc":
-            raise ValueError("edits are undone while DPC is shown (its engine holds the edited points)")
+        self._require_dpc_shown("edits are undone")
         *earlier, last = self._edits
         self.dpc.restore(last)
         self._after_points_changed()
@@ -188,9 +187,9 @@ class Studio(param.Parameterized):
         show(partial(self.dataset.edited, order=order))
         self._after_points_changed()
 
-    def _require_dpc_shown(self) -> None:
+    def _require_dpc_shown(self, action: str = "points are added and deleted") -> None:
         if self.method != "dpc":
-            raise ValueError("points are added and deleted while DPC is shown (its engine updates incrementally)")
+            raise ValueError(f"{action} while DPC is shown (its incremental engine holds the edited points)")
 
     def _after_points_changed(self) -> None:
         """DPC's data set shown on the same axes where it has them; the other methods compute again when shown."""
