@@ -91,19 +91,16 @@ class DBSCANState(TreeState):
     def __init__(self, **params):
         super().__init__(**params)
         self._curve: EpsCurve | None = None
-        self._eps_set: tuple | None = None  # (the data set as loaded, the eps set on it): kept through its edits
+        self._eps_set: float | None = None  # the eps set on the data set shown: kept through its edits
 
     def load(self, dataset, progress=None) -> None:
         """Cluster a data set at the knee of its k-distance curve (``suggest_eps``); the same data set edited (points
-        added or deleted) at the eps set on it, if one was."""
-        if self._eps_set is not None and self._eps_set[0] is not dataset.original:
-            self._eps_set = None
-        eps = None if self._eps_set is None else self._eps_set[1]
-        model = DBSCAN(eps=eps, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
+        added or deleted) at the eps set on it, if one was (``forget_eps``: another data set)."""
+        model = DBSCAN(eps=self._eps_set, min_samples=self._min_samples_for(dataset)).fit(dataset.indexed, progress=progress)
         self._show_tree(model, dataset=dataset)
 
     def forget_eps(self) -> None:
-        """The next data set loaded opens at its knee (and the old one is no longer held here)."""
+        """The next data set loaded opens at its knee (``Studio.load``: edits of the one shown keep its eps)."""
         self._eps_set = None
 
     def set_eps(self, eps: float, typed: bool = False) -> None:
@@ -114,7 +111,7 @@ class DBSCANState(TreeState):
         check_eps(eps)
         model = self.model
         model.set_eps(float(eps))
-        self._eps_set = (self.dataset.original, model.eps_)
+        self._eps_set = model.eps_
         self._show(model, eps=model.eps_, eps_view=_covering(self.curve().eps_range() if typed else self.eps_view, model.eps_))
 
     def set_min_samples(self, min_samples: int, progress=None, at_knee: bool = False) -> None:
