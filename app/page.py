@@ -14,13 +14,10 @@ import importlib.util
 import inspect
 import io
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -41,6 +38,7 @@ from .gamma_plot import GammaPlot
 from .method_controls import CHOICE_STYLE, DBSCANControls, HDBSCANControls, whole_number_input
 from .method_state import Unchanged
 from .plots import MAX_MARKERS, SessionPlots, tools_on_markers_only
+from .priority import BUILDS, PAGES_OPENING, WAITS_LONGEST_S
 from .reproduce import (apply_session, command_line, page_query, query_document, query_fallbacks, read_session, saved_name,
                         session_json)
 from .studio import EDIT_UNDO_DEPTH, Studio
@@ -70,7 +68,6 @@ ADDRESS_FOLLOWS = ("const query = cb_obj.value.slice(cb_obj.value.indexOf(' ') +
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
-BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
 POINT_AT = "Point at a point (either plot) to see what it is."
 # a file FilePond has sent is grey and "Sent", not green and "Upload complete": whether it loads is said above the
 # plots, and a file that fails (a header without rows) showed a success beside the error. No "tap to undo" under
@@ -90,20 +87,6 @@ SENT_FILE_CSS = """
 CSS = """
 .dp-status { font-size: 0.85em; color: #555; }
 """
-
-
-def _behind_the_page() -> None:
-    """Lower this thread's scheduling priority (Linux: per thread; the threads of Numba's OpenMP layer that it starts
-    inherit it), so that a long build takes the cores only when no session's page, and no redraw, needs them."""
-    if sys.platform == "linux":  # elsewhere a process's priority is the process's, and the page's threads would share it
-        thread = threading.get_native_id()
-        try:
-            os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
-        except OSError as exc:  # a sandbox that forbids it: builds then run beside the page, as they did before
-            log.info("builds run at the page's priority: %s", exc)
-
-
-_BUILDS = ThreadPoolExecutor(thread_name_prefix="dpstudio-build", initializer=_behind_the_page)
 
 
 class SessionEnded(BaseException):
@@ -505,7 +488,8 @@ class StudioPage:
         show why and keep the last state. ``keep_alert``: an action that is no answer to an earlier error (the
         mouse moving over a plot) leaves its message on screen. ``redraw``: the action only changes what views
         already on the page show (it builds none), so Bokeh's walk of the models is held (``document.walk_held``),
-        and it runs at the page's priority, where loads and builds run behind (``_behind_the_page``). ``asked_on``:
+        and it runs at the page's priority, where loads and builds run behind (``priority.behind_the_page``) and
+        wait at each progress report while another session's page opens (``PAGES_OPENING``). ``asked_on``:
         the data set the action was asked for (its ``original``: a stream's batch or an edit keeps it); if another
         was loaded while the action waited for the one before, it is dropped, and the page says so."""
         activity = activity or self.work
@@ -520,12 +504,15 @@ class StudioPage:
                 return False
             if not keep_alert:
                 self.alert.visible = False
-            loop = asyncio.get_running_loop()
+            loop, document = asyncio.get_running_loop(), pn.state.curdoc
             activity.text, activity.fraction = f"**{label}…**", -1.0
             # shown only for work that lasts: on a short one it would only flash, and lay the page out twice
             shown = None if quiet else loop.call_later(BUSY_AFTER, activity.show)
+            waits_left = [WAITS_LONGEST_S]  # for other sessions' pages opening, in all
 
             def report(phase: str, fraction: float) -> None:
+                if not redraw and waits_left[0] > 0:  # another visitor's page being made and drawn comes first
+                    waits_left[0] -= PAGES_OPENING.wait(own=document, longest=waits_left[0])
                 # e.g. a reload during a large upload: its old page's work would hold the CPU for nobody. Not at a
                 # phase's last report: work done is not thrown away at its very end
                 if self.closed and fraction < 1:
@@ -539,7 +526,7 @@ class StudioPage:
                     # an answer to a gesture on the views at the page's priority; a load or a build behind it. With
                     # the session's context (Panel's current document), as asyncio.to_thread passes it
                     run = partial(contextvars.copy_context().run, action, *args, **kwargs)
-                    await loop.run_in_executor(None if redraw else _BUILDS, run)
+                    await loop.run_in_executor(None if redraw else BUILDS, run)
                 return True
             except SessionEnded:  # only its finished parts were cached: every cache keeps only finished results
                 log.info("%s stopped: its browser had left", label)

@@ -40,7 +40,7 @@ _SHADING = ThreadPoolExecutor(SHADING_THREADS, thread_name_prefix="dpstudio-shad
 def start_shading_threads() -> None:
     """Start the shading threads now, in this thread (the server's main thread, after it forked its workers). A thread
     takes the priority of the thread that starts it, and the pool starts one at a submit: one started from a load's
-    thread (run behind the page, ``page._behind_the_page``) would shade every later redraw behind it too."""
+    thread (run behind the page, ``priority.behind_the_page``) would shade every later redraw behind it too."""
     all_started = threading.Barrier(SHADING_THREADS + 1)
     for _ in range(SHADING_THREADS):
         _SHADING.submit(all_started.wait)  # a waiting task keeps its thread busy: the next submit starts another

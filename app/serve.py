@@ -30,6 +30,7 @@ from .document import (
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plot_frame import PLOT_SIZE
 from .plots import shade_categories, start_shading_threads
+from .priority import PAGES_OPENING, SETTLED_AFTER_S
 
 log = logging.getLogger("dpstudio")
 # The control that has the keyboard's focus, in a ring a user can see: Bokeh's own is a 1 px light grey dotted line, lost
@@ -55,19 +56,22 @@ def make_app(cache: DatasetCache, settings: PageSettings):
     """The Panel app factory: a fresh page per session; its arrays are dropped when the browser goes away."""
 
     def app():
-        callbacks_from_threads_never_held(pn.state.curdoc)
-        walks_only_when_changed(pn.state.curdoc)
-        lasso_started_outside_the_frame_ignored(pn.state.curdoc)
-        checkbox_labels_clickable(pn.state.curdoc)
-        tabs_by_keyboard(pn.state.curdoc)
+        document = pn.state.curdoc
+        PAGES_OPENING.opening(document)  # until its browser has drawn it: other sessions' loads wait meanwhile
+        callbacks_from_threads_never_held(document)
+        walks_only_when_changed(document)
+        lasso_started_outside_the_frame_ignored(document)
+        checkbox_labels_clickable(document)
+        tabs_by_keyboard(document)
         page = StudioPage(cache, settings, initial_dataset(cache, settings))
         OPEN_PAGES.add(page)
-        pn.state.curdoc.title = "dpstudio"
-        pn.state.on_session_destroyed(lambda context: session_ended(page))
+        document.title = "dpstudio"
+        pn.state.on_session_destroyed(lambda context: (PAGES_OPENING.opened(document), session_ended(page)))
         query = {name: [v.decode(errors="replace") for v in values] for name, values in (pn.state.session_args or {}).items()}
         # once the page is in the browser: a worker thread's changes while Panel is still making the page's models
         # are lost (a URL's DBSCAN shown with DPC's controls and plots)
         pn.state.onload(partial(page.open_query, query))
+        pn.state.onload(lambda: IOLoop.current().call_later(SETTLED_AFTER_S, PAGES_OPENING.opened, document))
         return page.layout
 
     return app

@@ -24,6 +24,7 @@ from bokeh.document import Document
 
 from dpstudio import sample_data
 from dpstudio.app import page as page_module
+from dpstudio.app import priority
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.page import PageSettings, StudioPage
 from dpstudio.app.reproduce import session_json
@@ -79,7 +80,7 @@ def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_cont
     opens while it computes); an action that only redraws (a relabel, a dc) at the page's own. Both see the
     session's context (Panel's current document)."""
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    if own + page_module.BUILD_NICENESS > 19:
+    if own + priority.BUILD_NICENESS > 19:
         pytest.skip("the tests already run at a priority too low to lower further")
     marker = contextvars.ContextVar("marker")
     marker.set("this session")
@@ -90,7 +91,31 @@ def test_builds_run_behind_the_page_and_redraws_beside_it_with_the_sessions_cont
 
     assert in_a_thread(asyncio.run, page.run("Loading", action))
     assert in_a_thread(asyncio.run, page.run("Relabelling", action, redraw=True))
-    assert seen == [(min(own + page_module.BUILD_NICENESS, 19), "this session"), (own, "this session")]
+    assert seen == [(min(own + priority.BUILD_NICENESS, 19), "this session"), (own, "this session")]
+
+
+def test_a_load_waits_at_its_progress_reports_while_another_sessions_page_opens(page):
+    """Another visitor's page being made comes before this session's load: the load waits at its next progress
+    report until that page has opened, and goes on at once after. A redraw (an answer to a gesture) never waits."""
+    other_page = object()  # another session's document
+    reported = threading.Event()
+
+    def action(progress=None):
+        progress("rho", 0.5)  # the page opening now holds it here
+        reported.set()
+
+    def run(redraw: bool) -> float:
+        reported.clear()
+        priority.PAGES_OPENING.opening(other_page)
+        started = time.monotonic()
+        threading.Timer(0.5, priority.PAGES_OPENING.opened, (other_page,)).start()
+        assert in_a_thread(asyncio.run, page.run("Loading", action, redraw=redraw))
+        assert reported.is_set()
+        return time.monotonic() - started
+
+    assert run(redraw=False) >= 0.5
+    assert run(redraw=True) < 0.4
+    priority.PAGES_OPENING.opened(other_page)  # the timer's: nothing waits for it now
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
@@ -101,8 +126,8 @@ def test_a_sandbox_that_forbids_priorities_leaves_builds_beside_the_page(monkeyp
     def refuse(*args):
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(page_module.os, "setpriority", refuse)
-    with caplog.at_level("INFO", logger="dpstudio"), ThreadPoolExecutor(1, initializer=page_module._behind_the_page) as builds:
+    monkeypatch.setattr(priority.os, "setpriority", refuse)
+    with caplog.at_level("INFO", logger="dpstudio"), ThreadPoolExecutor(1, initializer=priority.behind_the_page) as builds:
         assert builds.submit(lambda: "built").result() == "built"
     assert "builds run at the page's priority" in caplog.text
 

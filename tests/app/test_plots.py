@@ -15,7 +15,7 @@ import pandas as pd
 import param
 import pytest
 
-from dpstudio.app import page as page_module
+from dpstudio.app import priority
 from dpstudio.app import plots as plots_module
 from dpstudio.app.datasets import DatasetCache
 from dpstudio.app.plots import (CLUSTER_COLOURS, HALO_GREY, MARKER_SIZE, MAX_MARKERS, PLOT_SIZE, SessionPlots, tools_on_markers_only,
@@ -362,15 +362,15 @@ def test_the_decision_graphs_axes_say_what_they_show():
 def test_shading_threads_keep_the_servers_priority_whoever_shades_first(monkeypatch):
     """The server starts the shading threads itself: a load's thread runs behind the page, and shading threads it
     started would inherit that and shade every later redraw behind the page too."""
-    priority = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # noqa: E731
-    own = priority()
-    if own + page_module.BUILD_NICENESS > 19:
+    thread_priority = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # noqa: E731
+    own = thread_priority()
+    if own + priority.BUILD_NICENESS > 19:
         pytest.skip("the tests already run at a priority too low to lower further")
     pool = ThreadPoolExecutor(plots_module.SHADING_THREADS)
     monkeypatch.setattr(plots_module, "_SHADING", pool)
     plots_module.start_shading_threads()
-    with ThreadPoolExecutor(1, initializer=page_module._behind_the_page) as loads:  # as the page's loads run
-        assert loads.submit(lambda: [pool.submit(priority).result() for _ in range(4)]).result() == [own] * 4
+    with ThreadPoolExecutor(1, initializer=priority.behind_the_page) as loads:  # as the page's loads run
+        assert loads.submit(lambda: [pool.submit(thread_priority).result() for _ in range(4)]).result() == [own] * 4
     pool.shutdown()
 
 

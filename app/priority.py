@@ -1,0 +1,73 @@
+"""Who gets the cores first: a page being opened, then answers to gestures, then loads and builds behind them."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger("dpstudio")
+BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
+OPENING_LONGEST_S = 4.0  # a page whose browser never says it is ready (a client that fetched only the HTML) stops holding work back
+WAITS_LONGEST_S = 10.0  # the most one action waits in all for pages opening: visitors arriving without end delay it no more
+SETTLED_AFTER_S = 0.3  # after the browser's "ready": its table's rows and the plots shaded at their real size
+
+
+def behind_the_page() -> None:
+    """Lower this thread's scheduling priority (Linux: per thread; the threads of Numba's OpenMP layer that it starts
+    inherit it), so that a long build takes the cores only when no session's page, and no redraw, needs them."""
+    if sys.platform == "linux":  # elsewhere a process's priority is the process's, and the page's threads would share it
+        thread = threading.get_native_id()
+        try:
+            os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
+        except OSError as exc:  # a sandbox that forbids it: builds then run beside the page, as they did before
+            log.info("builds run at the page's priority: %s", exc)
+
+
+BUILDS = ThreadPoolExecutor(thread_name_prefix="dpstudio-build", initializer=behind_the_page)
+
+
+class PagesOpening:
+    """The sessions whose page is being made and drawn: loads and builds of other sessions wait at their next
+    progress report until none is. A lower priority is not enough: on two cores, a 1M-point upload indexed at
+    nice +10 slowed another visitor's page load from 2.0 to 2.7 s (the cores' shared caches and memory, or
+    hyperthreads of one core, which no priority divides)."""
+
+    def __init__(self):
+        self._deadlines: dict[object, float] = {}  # a session's document -> when it stops holding work back
+        self._changed = threading.Condition()
+
+    def opening(self, page: object) -> None:
+        with self._changed:
+            now = time.monotonic()
+            self._deadlines = {other: deadline for other, deadline in self._deadlines.items() if deadline > now}
+            self._deadlines[page] = now + OPENING_LONGEST_S
+
+    def opened(self, page: object) -> None:
+        with self._changed:
+            if self._deadlines.pop(page, None) is not None:
+                self._changed.notify_all()
+
+    def wait(self, own: object = None, longest: float = WAITS_LONGEST_S) -> float:
+        """Wait (in a worker thread) while a page other than ``own`` is opening, until its deadline or for ``longest``
+        seconds at most; the seconds waited."""
+        started = time.monotonic()
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                waits = [deadline - now for page, deadline in self._deadlines.items() if page is not own and deadline > now]
+                if not waits or now - started >= longest:
+                    return now - started
+                self._changed.wait(min(max(waits), longest - (now - started)))
+
+    def any(self) -> bool:
+        """Whether a page is opening now."""
+        with self._changed:
+            now = time.monotonic()
+            return any(deadline > now for deadline in self._deadlines.values())
+
+
+PAGES_OPENING = PagesOpening()
