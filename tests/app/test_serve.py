@@ -17,8 +17,12 @@ from bokeh.document.models import DocumentModelManager
 from bokeh.models import Column, Div
 from tornado.websocket import WebSocketClosedError
 
+from dpstudio.app import priority
+from dpstudio.app import serve as serve_module
 from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
-from dpstudio.app.serve import browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port, websocket_origins
+from dpstudio.app.page import PageSettings, StudioPage
+from dpstudio.app.serve import (SparePage, browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port,
+                                 websocket_origins)
 
 from .threads import in_a_thread
 
@@ -227,3 +231,39 @@ def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, m
 
     in_a_thread(on_its_own_loop)
     assert freed == [started_before_sessions]
+
+
+def test_a_new_session_gets_the_page_made_ahead_unless_its_data_set_has_changed(cache, monkeypatch):
+    """The next visitor's page is made on the event loop after the last was taken (not while a page opens, and
+    with no session's document as Panel's current one): the next session gets it. A page made on a data set the
+    server no longer opens on (the sample read again) is dropped for a fresh one."""
+    pn.extension(notifications=False)
+    monkeypatch.setattr(serve_module, "SPARE_AFTER_S", 0.05)
+    settings = PageSettings()
+    spare = SparePage(cache, settings)
+    made_in = []
+    monkeypatch.setattr(serve_module, "StudioPage", lambda *args: made_in.append(pn.state.curdoc) or StudioPage(*args))
+    other_session = object()
+
+    async def sessions():
+        pn.state.curdoc = Document()  # the session asking (its context is copied into callbacks it schedules)
+        first = spare.take()  # none made yet: made now
+        priority.PAGES_OPENING.opening(other_session)
+        await asyncio.sleep(0.3)
+        assert spare._page is None  # not while a page opens
+        priority.PAGES_OPENING.opened(other_session)
+        await asyncio.sleep(0.3)
+        made_ahead = spare._page
+        assert made_ahead is not None and made_in[1] is None  # in no session's context
+        second = spare.take()
+        assert second is made_ahead and second is not first
+        await asyncio.sleep(0.3)
+        dropped = spare._page
+        cache._datasets.clear()  # the sample is read again: another data set
+        third = spare.take()
+        assert dropped is not None and dropped.closed and third is not dropped
+        assert third.studio.dataset is serve_module.initial_dataset(cache, settings) and len(made_in) == 4
+        for page in (first, second, third):
+            page.close()
+
+    in_a_thread(asyncio.run, sessions())
