@@ -20,7 +20,8 @@ import copy
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,48 @@ from .hierarchy import graph_spanning_forest, single_linkage_chain
 KERNELS = ("cutoff", "gaussian")
 NEIGHBOR_MODES = ("exact", "approximate")
 Progress = Callable[[str, float], None]
+_HELD = threading.local()  # the IndexedPoints locks this thread holds now (``locks``: one entry per hold)
+
+
+def index_wanted_elsewhere() -> bool:
+    """Whether another thread waits for an IndexedPoints lock this thread holds now: a progress callback called
+    from inside a computation that waits on something (another session's page opening) should go on instead."""
+    return any(lock.waiting for lock in getattr(_HELD, "locks", ()))
+
+
+class _IndexLock:
+    """A re-entrant lock that knows how many threads wait for it, and which locks each thread holds."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._count = threading.Lock()  # guards ``waiting``
+        self.waiting = 0
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if not self._lock.acquire(blocking=False):
+            if not blocking:
+                return False
+            with self._count:
+                self.waiting += 1
+            try:
+                self._lock.acquire()
+            finally:
+                with self._count:
+                    self.waiting -= 1
+        if not hasattr(_HELD, "locks"):
+            _HELD.locks = []
+        _HELD.locks.append(self)
+        return True
+
+    def release(self) -> None:
+        _HELD.locks.remove(self)
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def copy_sharing(source, memo: dict, shared: tuple, skip: tuple[str, ...] = ()):
@@ -121,7 +164,7 @@ class IndexedPoints:
         self._neighbours: tuple[Any, Any] | None = None
         self._trees: OrderedDict[int, SpanningTree] = OrderedDict()
         # One computation at a time: two sessions asking for the same dc compute it once.
-        self._lock = threading.RLock()
+        self._lock = _IndexLock()
         if client is not None:
             self._replicas_on_workers()  # the workers' trees now, so that an error in the cluster shows at once
 
@@ -131,7 +174,7 @@ class IndexedPoints:
         with self._lock:
             # the workers' trees are shared until either copy's points change
             clone = copy_sharing(self, memo, shared=(self.backend, self.client, self._replicas), skip=("_lock",))
-        clone._lock = threading.RLock()
+        clone._lock = _IndexLock()
         return clone
 
     @property
@@ -141,6 +184,17 @@ class IndexedPoints:
     @property
     def n_dims(self) -> int:
         return self.index.n_dims
+
+    @contextmanager
+    def unless_busy(self) -> Iterator[bool]:
+        """Hold the index (its computations and changes wait) if no other thread holds it now: yields True; else
+        yields False at once. For a caller that must not wait, such as a server's event loop."""
+        held = self._lock.acquire(blocking=False)
+        try:
+            yield held
+        finally:
+            if held:
+                self._lock.release()
 
     def number_rows(self, rows, next_row: int) -> None:
         """Give the points the stable row numbers ``rows`` (one each, all different); points inserted later count

@@ -1,5 +1,8 @@
 """The estimator's contract: scikit-learn conventions, center choice, caching, and clear errors."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
@@ -7,6 +10,7 @@ from sklearn.metrics import adjusted_rand_score
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks, IndexedPoints
 from dpstudio.engine.cpu import points_in_polygon
+from dpstudio.engine.indexed import index_wanted_elsewhere
 
 from .datasets import blobs
 
@@ -59,6 +63,42 @@ def test_estimators_share_an_indexed_data_set_but_not_their_choices(rng):
     fresh = DensityPeaks(dc=first.dc_ * 0.5, backend="cpu").fit(points).assign(n_centers=2)
     np.testing.assert_array_equal(second.labels_, fresh.labels_)
     np.testing.assert_array_equal(first.labels_, DensityPeaks(backend="cpu").fit(points).labels_)
+
+
+def test_a_computation_knows_when_another_thread_waits_for_its_index(rng):
+    """A progress callback inside a shared index's computation can tell that another thread (a second session, or
+    a server's event loop) waits for that index, and not hold it longer; a caller that must not wait is told at
+    once that the index is busy."""
+    shared = IndexedPoints(blobs(rng, 500), backend="cpu")
+    seen, other_waits, done = [], threading.Event(), threading.Event()
+
+    def progress(phase, fraction):
+        if not seen:  # first report: nobody waits yet; then another thread asks for the same index
+            seen.append(index_wanted_elsewhere())
+            threading.Thread(target=lambda: (other_waits.set(), shared.fields("cutoff", 0.5), done.set())).start()
+            other_waits.wait(5)
+            deadline = time.monotonic() + 5
+            while not index_wanted_elsewhere() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append(index_wanted_elsewhere())
+            with shared.unless_busy() as held:  # this thread holds it: the lock is re-entrant
+                seen.append(held)
+
+    shared.fields("cutoff", 1.0, progress=progress)
+    assert done.wait(10)
+    assert seen == [False, True, True]
+    assert not index_wanted_elsewhere()  # nothing held now
+
+    def try_to_hold() -> bool:
+        with shared.unless_busy() as held:
+            return held
+
+    answers = []
+    with shared._lock:  # held by this thread: another one is told at once that it is busy
+        other = threading.Thread(target=lambda: answers.append(try_to_hold()))
+        other.start()
+        other.join(5)
+    assert answers == [False] and try_to_hold()
 
 
 def test_assign_by_rectangle_polygon_and_count(rng):
