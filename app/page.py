@@ -29,6 +29,7 @@ from panel.links import Callback
 
 from dpstudio import sample_data
 from dpstudio.engine import DataError
+from dpstudio.engine.indexed import index_wanted_elsewhere
 from dpstudio.engine.notation import short
 
 from .datasets import Dataset, DatasetCache, no_truth
@@ -508,15 +509,18 @@ class StudioPage:
             activity.text, activity.fraction = f"**{label}…**", -1.0
             # shown only for work that lasts: on a short one it would only flash, and lay the page out twice
             shown = None if quiet else loop.call_later(BUSY_AFTER, activity.show)
-            waits_left = [WAITS_LONGEST_S]  # for other sessions' pages opening, in all
+            waits_left = WAITS_LONGEST_S  # for other sessions' pages opening, in all
 
             def report(phase: str, fraction: float) -> None:
-                if not redraw and waits_left[0] > 0:  # another visitor's page being made and drawn comes first
-                    waits_left[0] -= PAGES_OPENING.wait(own=document, longest=waits_left[0])
+                nonlocal waits_left
                 # e.g. a reload during a large upload: its old page's work would hold the CPU for nobody. Not at a
                 # phase's last report: work done is not thrown away at its very end
                 if self.closed and fraction < 1:
                     raise SessionEnded
+                # another visitor's page being made and drawn comes first, unless that page (or anyone) waits for
+                # the index this work holds
+                if not redraw and waits_left > 0:
+                    waits_left -= PAGES_OPENING.wait(own=document, longest=waits_left, unless=index_wanted_elsewhere)
                 loop.call_soon_threadsafe(self._show_progress, activity, phase, fraction)
 
             try:

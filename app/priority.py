@@ -7,11 +7,13 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("dpstudio")
 BUILD_NICENESS = 10  # loads and builds yield the cores to the pages': other sessions open and answer meanwhile
-OPENING_LONGEST_S = 4.0  # a page whose browser never says it is ready (a client that fetched only the HTML) stops holding work back
+OPENING_LONGEST_S = 3.0  # a page whose browser never says it is ready (a client fetching only the HTML) holds none longer
+WAIT_POLL_S = 0.05  # how often a waiting action asks whether it should go on (another thread waits for its index)
 WAITS_LONGEST_S = 10.0  # the most one action waits in all for pages opening: visitors arriving without end delay it no more
 SETTLED_AFTER_S = 0.3  # after the browser's "ready": its table's rows and the plots shaded at their real size
 
@@ -51,17 +53,17 @@ class PagesOpening:
             if self._deadlines.pop(page, None) is not None:
                 self._changed.notify_all()
 
-    def wait(self, own: object = None, longest: float = WAITS_LONGEST_S) -> float:
-        """Wait (in a worker thread) while a page other than ``own`` is opening, until its deadline or for ``longest``
-        seconds at most; the seconds waited."""
+    def wait(self, own: object = None, longest: float = WAITS_LONGEST_S, unless: Callable[[], bool] | None = None) -> float:
+        """Wait (in a worker thread) while a page other than ``own`` is opening, until its deadline, for ``longest``
+        seconds at most, or until ``unless()`` (asked every ``WAIT_POLL_S``) is true; the seconds waited."""
         started = time.monotonic()
         with self._changed:
             while True:
                 now = time.monotonic()
                 waits = [deadline - now for page, deadline in self._deadlines.items() if page is not own and deadline > now]
-                if not waits or now - started >= longest:
+                if not waits or now - started >= longest or (unless is not None and unless()):
                     return now - started
-                self._changed.wait(min(max(waits), longest - (now - started)))
+                self._changed.wait(min(max(waits), longest - (now - started), WAIT_POLL_S if unless else float("inf")))
 
     def any(self) -> bool:
         """Whether a page is opening now."""

@@ -113,9 +113,51 @@ def test_a_load_waits_at_its_progress_reports_while_another_sessions_page_opens(
         assert reported.is_set()
         return time.monotonic() - started
 
-    assert run(redraw=False) >= 0.5
-    assert run(redraw=True) < 0.4
-    priority.PAGES_OPENING.opened(other_page)  # the timer's: nothing waits for it now
+    try:
+        assert run(redraw=False) >= 0.5
+        assert run(redraw=True) < 0.4
+    finally:
+        priority.PAGES_OPENING.opened(other_page)  # the timer's: nothing waits for it now
+
+
+def test_a_load_waits_for_another_page_only_so_long_and_never_for_its_own_nor_holding_a_wanted_index(page, monkeypatch):
+    """A session's page opening never holds back the session's own work; one action waits for other pages
+    ``WAITS_LONGEST_S`` in all, however many reports it makes; and a load holding an index that another thread
+    (a page being made on the event loop, say) waits for goes on at once instead of waiting with it."""
+    own_document, other_page = Document(), object()
+    indexed = page.studio.dataset.indexed
+
+    def reports(progress=None):
+        for fraction in (0.25, 0.5, 0.75):
+            progress("rho", fraction)
+
+    def holding_the_index(progress=None):
+        with indexed._lock:  # as a computation on the shared index does
+            waiter = threading.Thread(target=indexed.fields, args=("cutoff", 0.123))  # wants the same index
+            waiter.start()
+            progress("rho", 0.5)
+        waiter.join(10)
+
+    def seconds(action, document=None) -> float:
+        def in_session():
+            pn.state.curdoc = document
+            started = time.monotonic()
+            assert in_a_thread(asyncio.run, page.run("Loading", action))
+            return time.monotonic() - started
+        return contextvars.copy_context().run(in_session)
+
+    monkeypatch.setattr(priority, "OPENING_LONGEST_S", 10.0)
+    monkeypatch.setattr(page_module, "WAITS_LONGEST_S", 0.4)
+    priority.PAGES_OPENING.opening(own_document)
+    try:
+        assert seconds(reports, own_document) < 0.3
+        priority.PAGES_OPENING.opening(other_page)
+        assert 0.35 <= seconds(reports) < 1.0  # not 3 x 0.4 s
+        monkeypatch.setattr(page_module, "WAITS_LONGEST_S", 5.0)
+        assert seconds(holding_the_index) < 2.0
+    finally:
+        priority.PAGES_OPENING.opened(own_document)
+        priority.PAGES_OPENING.opened(other_page)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")

@@ -71,3 +71,15 @@ def test_one_action_waits_no_longer_than_its_bound_in_all():
     assert time.monotonic() - started < 1.0
     assert pages.any()
     assert pages.wait(longest=0) < 0.01
+
+
+def test_a_wait_ends_when_asked_to_go_on_and_a_page_past_its_deadline_is_no_page_opening(monkeypatch):
+    """``unless`` is asked as the wait goes (another thread came to wait for what the waiting work holds); a page
+    whose deadline has passed counts as opening for nothing, ``any`` included."""
+    monkeypatch.setattr(priority, "OPENING_LONGEST_S", 0.3)
+    pages, go_on = PagesOpening(), threading.Event()
+    pages.opening(object())
+    threading.Timer(0.1, go_on.set).start()
+    assert 0.05 <= pages.wait(unless=go_on.is_set) < 0.25
+    time.sleep(0.3)
+    assert not pages.any() and waited(pages) < 0.1
