@@ -136,19 +136,27 @@ class DatasetCache:
     def __len__(self) -> int:
         return len(self._datasets)
 
-    def sample(self, name: str, progress: Progress | None = None) -> Dataset:
-        """A bundled sample set by name (see ``dpstudio.sample_data.SAMPLES``)."""
+    def sample(self, name: str, progress: Progress | None = None, cached_only: bool = False) -> Dataset | None:
+        """A bundled sample set by name (see ``dpstudio.sample_data.SAMPLES``); None where ``cached_only`` and it
+        is not in the cache."""
         path = sample_data.path(name)
-        return self._get(f"sample:{name}", name, lambda: path, progress, truth=lambda: sample_data.truth(name))
+        return self._get(f"sample:{name}", name, lambda: path, progress, truth=lambda: sample_data.truth(name),
+                         cached_only=cached_only)  # fmt: skip
 
-    def file(self, path: str | Path, progress: Progress | None = None) -> Dataset:
-        """A file on the server (``dpstudio serve PATH``); reloaded if it changed on disk."""
+    def file(self, path: str | Path, progress: Progress | None = None, cached_only: bool = False) -> Dataset | None:
+        """A file on the server (``dpstudio serve PATH``); reloaded if it changed on disk (None where
+        ``cached_only``)."""
         path = Path(path).expanduser().resolve()
         if not path.is_file():
             raise DataError(f"file not found: {path}")
         stat = path.stat()
         key = f"file:{path}:{stat.st_mtime_ns}:{stat.st_size}"
-        return self._get(key, path.name, lambda: path, progress)
+        return self._get(key, path.name, lambda: path, progress, cached_only=cached_only)
+
+    def holds(self, dataset: Dataset) -> bool:
+        """Whether ``dataset`` itself is still in the cache (not dropped, nor read again since)."""
+        with self._lock:
+            return self._datasets.get(dataset.key) is dataset
 
     def upload(self, filename: str, content: bytes, max_bytes: int, progress: Progress | None = None,
                standardize: bool = False) -> Dataset:  # fmt: skip
@@ -188,11 +196,14 @@ class DatasetCache:
 
     def _get(self, key: str, name: str, table: Callable[[], Path | pd.DataFrame], progress: Progress | None,
              truth: Callable[[], np.ndarray] | None = None, columns: tuple[str, ...] | None = None,
-             standardize: bool = False, available: tuple[str, ...] | None = None) -> Dataset:  # fmt: skip
+             standardize: bool = False, available: tuple[str, ...] | None = None,
+             cached_only: bool = False) -> Dataset | None:  # fmt: skip
         with self._lock:
             if key in self._datasets:
                 self._datasets.move_to_end(key)
                 return self._datasets[key]
+        if cached_only:
+            return None
         if progress:
             progress("read", 0.0)
         points = to_points(table(), list(columns) if columns else None, standardize=standardize, drop_nonfinite=True)

@@ -41,68 +41,94 @@ FOCUS_VISIBLE = """
 }
 """
 WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
-SPARE_AFTER_S = 3.0  # a spare page is made this long after the last was taken: once that page has opened
+SPARE_AFTER_S = 3.0  # a page is made ahead this long after one is taken (once that one has opened), then checked as often
+LOG_RETRY_S = 0.5  # how soon the count of pages alive after a session's end is tried again while a page opens
 GC_YOUNG_THRESHOLD = 10_000  # allocations between the collector's young collections (Python's default: 700)
 OPEN_PAGES: weakref.WeakSet[StudioPage] = weakref.WeakSet()  # to show in the log that closed sessions are freed
 
 
-def initial_dataset(cache: DatasetCache, settings: PageSettings) -> Dataset:
-    """The data a new session opens on: the file given on the command line, else the default sample."""
+def initial_dataset(cache: DatasetCache, settings: PageSettings, cached_only: bool = False) -> Dataset | None:
+    """The data a new session opens on: the file given on the command line, else the default sample (None where
+    ``cached_only`` and the cache does not hold it)."""
     if settings.initial_path:
-        return cache.file(settings.initial_path)
-    return cache.sample(sample_data.DEFAULT)
+        return cache.file(settings.initial_path, cached_only=cached_only)
+    return cache.sample(sample_data.DEFAULT, cached_only=cached_only)
 
 
 class SparePage:
-    """The next visitor's page, made ahead on the event loop while no page is opening: a page's Python objects took
-    0.15-0.25 s of the server's 0.9-1.0 s answer to a new visitor (its Bokeh models are made for its own document,
-    and cannot be). Made on the initial data set; where that has changed since (a served file rewritten, or the
-    sample dropped from the cache and read again), the visitor gets a page made for them, as without a spare."""
+    """The next visitor's page, made ahead on the event loop: a page's Python objects took 0.15-0.25 s of the
+    server's 0.9-1.0 s answer to a new visitor (its Bokeh models belong to the visitor's document, and cannot be
+    made ahead). Made on the initial data set while the cache holds it, while no page is opening and no work holds
+    that data set's index (the loop never waits for either); dropped once the cache no longer holds its data set
+    (so it never keeps one the cache let go), or where a visitor's initial data set is another one (a served file
+    rewritten since)."""
 
     def __init__(self, cache: DatasetCache, settings: PageSettings):
         self.cache, self.settings = cache, settings
         self._page: StudioPage | None = None
+        self._next = None  # the event loop's handle of the next try to make a page or check the one made
 
     def take(self) -> StudioPage:
-        """A page for a new session (on the event loop), and another one made ahead for the next."""
+        """A page for a new session (on the event loop); another is made ahead for the next."""
         dataset = initial_dataset(self.cache, self.settings)
         page, self._page = self._page, None
         if page is not None and page.studio.dataset is not dataset:
             page.close()
             page = None
-        self._make_later()
+        self.later()
         return page or StudioPage(self.cache, self.settings, dataset)
 
-    def _make(self) -> None:
+    def later(self) -> None:
+        """Make a page (or check the one made) in SPARE_AFTER_S, unless that is planned already."""
+        if self._next is None:
+            # in a context of its own: the session's that asks (its document, Panel's current one) is none of the page's
+            self._next = IOLoop.current().call_later(SPARE_AFTER_S, contextvars.Context().run, self._tend)
+
+    def _tend(self) -> None:
+        self._next = None
         if self._page is not None:
+            if self.cache.holds(self._page.studio.dataset):
+                self.later()
+                return
+            self._page.close()
+            self._page = None
+        dataset = initial_dataset(self.cache, self.settings, cached_only=True)
+        if dataset is None:  # the next visitor reads it again, and a page is made ahead after that
             return
-        if PAGES_OPENING.any():  # it would hold up their answers and their documents: later
-            self._make_later()
+        if PAGES_OPENING.any():  # its making would hold up their answers: later
+            self.later()
             return
-        self._page = StudioPage(self.cache, self.settings, initial_dataset(self.cache, self.settings))
+        with dataset.indexed.unless_busy() as free:
+            if free:
+                self._page = StudioPage(self.cache, self.settings, dataset)
+        self.later()  # to check it, or to try again once the work on the index is done
 
-    def _make_later(self) -> None:
-        # in a context of its own: the session's that asks (its document, Panel's current one) is none of the page's
-        IOLoop.current().call_later(SPARE_AFTER_S, contextvars.Context().run, self._make)
 
-
-def make_app(cache: DatasetCache, settings: PageSettings):
-    """The Panel app factory: a fresh page per session (made ahead: ``SparePage``); its arrays are dropped when the
+def make_app(spare: SparePage):
+    """The Panel app factory: a fresh page per session (made ahead: ``spare``); its arrays are dropped when the
     browser goes away."""
-    spare = SparePage(cache, settings)
 
     def app():
         document = pn.state.curdoc
         PAGES_OPENING.opening(document)  # until its browser has drawn it: other sessions' loads wait meanwhile
-        callbacks_from_threads_never_held(document)
-        walks_only_when_changed(document)
-        lasso_started_outside_the_frame_ignored(document)
-        checkbox_labels_clickable(document)
-        tabs_by_keyboard(document)
-        page = spare.take()
+        try:
+            callbacks_from_threads_never_held(document)
+            walks_only_when_changed(document)
+            lasso_started_outside_the_frame_ignored(document)
+            checkbox_labels_clickable(document)
+            tabs_by_keyboard(document)
+            page = spare.take()
+        except BaseException:  # no page for it (a served file gone, say): it holds no work back
+            PAGES_OPENING.opened(document)
+            raise
         OPEN_PAGES.add(page)
         document.title = "dpstudio"
-        pn.state.on_session_destroyed(lambda context: (PAGES_OPENING.opened(document), session_ended(page)))
+
+        def ended(context) -> None:
+            PAGES_OPENING.opened(document)  # a browser that left before its page was drawn
+            session_ended(page)
+
+        pn.state.on_session_destroyed(ended)
         query = {name: [v.decode(errors="replace") for v in values] for name, values in (pn.state.session_args or {}).items()}
         # once the page is in the browser: a worker thread's changes while Panel is still making the page's models
         # are lost (a URL's DBSCAN shown with DPC's controls and plots)
@@ -120,6 +146,9 @@ def session_ended(page: StudioPage) -> None:
 
 
 def log_open_pages() -> None:
+    if PAGES_OPENING.any():  # a full collection holds the event loop for 0.1-0.3 s: not while a page opens
+        IOLoop.current().call_later(LOG_RETRY_S, log_open_pages)
+        return
     gc.collect()  # pages sit in reference cycles (widgets and their watchers)
     log.info("session ended; %d page(s) alive", len(OPEN_PAGES))
 
@@ -226,6 +255,7 @@ def serve(
     log.setLevel(logging.INFO)
     settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
+    spare = SparePage(cache, settings)
     pn.extension(notifications=False, raw_css=[FOCUS_VISIBLE])
     # The plots draw an image and at most a few thousand glyphs, where WebGL gains nothing; and in a browser
     # without a GPU (software GL) every repaint of a WebGL plot copies its whole GL canvas: 50 ms a plot
@@ -246,13 +276,14 @@ def serve(
     # with nine sessions open, on the page's critical path); pages freed at a session's end are collected there
     gc.set_threshold(GC_YOUNG_THRESHOLD)
     server = pn.serve(
-        {"/": make_app(cache, settings)}, port=port, address=address, show=show, title="dpstudio", start=False,
+        {"/": make_app(spare)}, port=port, address=address, show=show, title="dpstudio", start=False,
         verbose=False, num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
         allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
     )  # fmt: skip
     start_shading_threads()  # in each process, at the main thread's priority
     browsers_leaving_logged_quietly(server.io_loop.asyncio_loop)  # each process's own loop
     busy_cleanup_outside_sessions(server.io_loop.asyncio_loop)
+    server.io_loop.add_callback(spare.later)  # each process's own first page made ahead, for its first visitor
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
     server.start()
     server.io_loop.start()

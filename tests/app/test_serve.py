@@ -233,21 +233,22 @@ def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, m
     assert freed == [started_before_sessions]
 
 
-def test_a_new_session_gets_the_page_made_ahead_unless_its_data_set_has_changed(cache, monkeypatch):
-    """The next visitor's page is made on the event loop after the last was taken (not while a page opens, and
-    with no session's document as Panel's current one): the next session gets it. A page made on a data set the
-    server no longer opens on (the sample read again) is dropped for a fresh one."""
+def test_the_page_made_ahead_waits_for_pages_opening_and_for_work_on_its_index_and_goes_with_its_data_set(cache, monkeypatch):
+    """The next visitor's page is made on the event loop after the last was taken (in no session's context), once
+    no page is opening and no other thread holds the initial data set's index; two visitors in quick succession
+    plan one page. It is dropped once the cache drops its data set, and none is made while the cache lacks it; a
+    visitor whose initial data set is another object than the page's gets a fresh page."""
     pn.extension(notifications=False)
     monkeypatch.setattr(serve_module, "SPARE_AFTER_S", 0.05)
     settings = PageSettings()
     spare = SparePage(cache, settings)
     made_in = []
     monkeypatch.setattr(serve_module, "StudioPage", lambda *args: made_in.append(pn.state.curdoc) or StudioPage(*args))
-    other_session = object()
+    other_session, pages = object(), []
 
     async def sessions():
         pn.state.curdoc = Document()  # the session asking (its context is copied into callbacks it schedules)
-        first = spare.take()  # none made yet: made now
+        pages.append(spare.take())  # none made yet: made now
         priority.PAGES_OPENING.opening(other_session)
         await asyncio.sleep(0.3)
         assert spare._page is None  # not while a page opens
@@ -255,15 +256,93 @@ def test_a_new_session_gets_the_page_made_ahead_unless_its_data_set_has_changed(
         await asyncio.sleep(0.3)
         made_ahead = spare._page
         assert made_ahead is not None and made_in[1] is None  # in no session's context
-        second = spare.take()
-        assert second is made_ahead and second is not first
+        pages.append(spare.take())
+        assert pages[-1] is made_ahead
+        pages.extend([spare.take(), spare.take()])  # the second before any page is made ahead: both made now
         await asyncio.sleep(0.3)
+        assert spare._page is not None and len(made_in) == 5  # the first, one made ahead (taken), two, one made ahead
         dropped = spare._page
-        cache._datasets.clear()  # the sample is read again: another data set
-        third = spare.take()
-        assert dropped is not None and dropped.closed and third is not dropped
-        assert third.studio.dataset is serve_module.initial_dataset(cache, settings) and len(made_in) == 4
-        for page in (first, second, third):
-            page.close()
+        cache._datasets.clear()  # the cache drops the sample
+        await asyncio.sleep(0.3)
+        assert dropped.closed and spare._page is None and len(made_in) == 5  # and none made while nothing is cached
+        pages.append(spare.take())  # the sample read again
+        holding, release = threading.Event(), threading.Event()
+        busy = threading.Thread(target=lambda: pages[-1].studio.dataset.indexed._lock.acquire() and (holding.set(), release.wait(10),
+                                                                                                  pages[-1].studio.dataset.indexed._lock.release()))  # fmt: skip
+        busy.start()
+        holding.wait(5)
+        await asyncio.sleep(0.3)
+        assert spare._page is None  # not while work holds the index: the loop would wait for it
+        release.set()
+        busy.join(5)
+        await asyncio.sleep(0.3)
+        assert spare._page is not None and spare._page.studio.dataset is pages[-1].studio.dataset
+        stale = spare._page
+        monkeypatch.setattr(cache, "holds", lambda dataset: True)  # the check of its data set not yet run
+        cache._datasets.clear()
+        pages.append(spare.take())  # another object than the page's: a fresh page
+        assert stale.closed and pages[-1] is not stale and len(made_in) == 8
+        spare._next.cancel()
+
+    try:
+        in_a_thread(asyncio.run, sessions())
+    finally:
+        for page in pages + [spare._page]:
+            if page is not None:
+                page.close()
+
+
+def test_a_session_holds_other_sessions_work_back_from_its_first_request_until_its_page_has_opened(cache, monkeypatch):
+    """``make_app``'s page: opening from the session's start, opened once its browser says it is ready (plus the
+    settling time), or when the session ends first, or when no page could be made for it."""
+    pn.extension(notifications=False)
+    monkeypatch.setattr(serve_module, "SETTLED_AFTER_S", 0.1)
+    monkeypatch.setattr(serve_module, "SPARE_AFTER_S", 60)
+    spare = SparePage(cache, PageSettings())
+    loaded, ended = [], []
+    monkeypatch.setattr(pn.state, "onload", loaded.append)
+    monkeypatch.setattr(pn.state, "on_session_destroyed", ended.append)
+    app = serve_module.make_app(spare)
+
+    async def sessions():
+        pn.state.curdoc = Document()
+        app()
+        assert priority.PAGES_OPENING.any()
+        for callback in loaded:
+            callback()  # the browser says the page is ready
+        assert priority.PAGES_OPENING.any()  # the table's rows and the plots at their size still to come
+        await asyncio.sleep(0.3)
+        assert not priority.PAGES_OPENING.any()
+        pn.state.curdoc = Document()
+        app()
+        assert priority.PAGES_OPENING.any()
+        ended[-1](None)  # the browser left before the page was drawn
+        assert not priority.PAGES_OPENING.any()
+        monkeypatch.setattr(spare, "take", lambda: 1 / 0)
+        pn.state.curdoc = Document()
+        with pytest.raises(ZeroDivisionError):
+            app()
+        assert not priority.PAGES_OPENING.any()
+        spare._next.cancel()
 
     in_a_thread(asyncio.run, sessions())
+
+
+def test_the_count_of_pages_alive_waits_for_pages_opening(monkeypatch, caplog):
+    """A session's end is logged with the pages still alive after a full garbage collection, which holds the event
+    loop for 0.1-0.3 s: not while another page is being opened."""
+    monkeypatch.setattr(serve_module, "LOG_RETRY_S", 0.05)
+    collections, opening = [], object()
+    monkeypatch.setattr(serve_module.gc, "collect", lambda: collections.append(priority.PAGES_OPENING.any()))
+
+    async def session_ends():
+        priority.PAGES_OPENING.opening(opening)
+        serve_module.log_open_pages()
+        await asyncio.sleep(0.3)
+        assert collections == []
+        priority.PAGES_OPENING.opened(opening)
+        await asyncio.sleep(0.2)
+
+    with caplog.at_level("INFO", logger="dpstudio"):
+        in_a_thread(asyncio.run, session_ends())
+    assert collections == [False] and "session ended; " in caplog.text
