@@ -153,7 +153,8 @@ def _read_npy(name: str, source: Path | io.BytesIO) -> pd.DataFrame:
     return pd.DataFrame(array, columns=[str(c) for c in range(array.shape[1])])
 
 
-DECIMAL_COMMA = r"^(\s*[-+]?\d*),(\d*(?:[eE][-+]?\d+)?\s*)$"  # one number written with a decimal comma: "-0,126", "1,"
+# one number written with a decimal comma: "-0,126", "1,", ",5"; a digit beside the comma (a lone "," is no number)
+DECIMAL_COMMA = r"^(?=\s*[-+]?,?\d)(\s*[-+]?\d*),(\d*(?:[eE][-+]?\d+)?\s*)$"
 
 
 def _read_delimited(name: str, source: Path | io.BytesIO, sep: str | None) -> pd.DataFrame:

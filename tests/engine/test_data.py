@@ -88,6 +88,9 @@ def test_a_stray_word_among_decimal_commas_is_the_value_named(tmp_path):
     (tmp_path / "eu.csv").write_text("x;y\n" + rows + "abc;3\n2,5;1\n")
     with pytest.raises(DataError, match=r"column 'x' is not numeric: value 'abc' at row 40 \(0-based\)"):
         to_points(tmp_path / "eu.csv")
+    (tmp_path / "lone.csv").write_text("x;y\n1,5;2\n,;3\n")  # a lone comma is named as written, not as "."
+    with pytest.raises(DataError, match=r"column 'x' is not numeric: value ',' at row 1 \(0-based\)"):
+        to_points(tmp_path / "lone.csv")
     (tmp_path / "named.csv").write_text("x;y;who\n" + "1,5;2;Smith, J\n" * 3)  # text with commas stays text
     assert to_points(tmp_path / "named.csv").columns == ("x", "y")
 
