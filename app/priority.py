@@ -60,16 +60,20 @@ class PagesOpening:
         with self._changed:
             while True:
                 now = time.monotonic()
-                waits = [deadline - now for page, deadline in self._deadlines.items() if page is not own and deadline > now]
-                if not waits or now - started >= longest or (unless is not None and unless()):
+                left = self._left(now, own)
+                if not left or now - started >= longest or (unless is not None and unless()):
                     return now - started
-                self._changed.wait(min(max(waits), longest - (now - started), WAIT_POLL_S if unless else float("inf")))
+                self._changed.wait(min(left, longest - (now - started), WAIT_POLL_S if unless else float("inf")))
 
     def any(self) -> bool:
         """Whether a page is opening now."""
         with self._changed:
-            now = time.monotonic()
-            return any(deadline > now for deadline in self._deadlines.values())
+            return self._left(time.monotonic()) > 0
+
+    def _left(self, now: float, own: object = object()) -> float:  # (by default every page counts)
+        """Seconds until the last page other than ``own`` stops holding work back (0: none does); under the lock."""
+        deadlines = (deadline for page, deadline in self._deadlines.items() if page is not own)
+        return max((deadline - now for deadline in deadlines if deadline > now), default=0.0)
 
 
 PAGES_OPENING = PagesOpening()
