@@ -267,8 +267,13 @@ def test_the_page_made_ahead_waits_for_pages_opening_and_for_work_on_its_index_a
         assert dropped.closed and spare._page is None and len(made_in) == 5  # and none made while nothing is cached
         pages.append(spare.take())  # the sample read again
         holding, release = threading.Event(), threading.Event()
-        busy = threading.Thread(target=lambda: pages[-1].studio.dataset.indexed._lock.acquire() and (holding.set(), release.wait(10),
-                                                                                                  pages[-1].studio.dataset.indexed._lock.release()))  # fmt: skip
+
+        def hold_the_index():  # as another session's build does
+            with pages[-1].studio.dataset.indexed._lock:
+                holding.set()
+                release.wait(10)
+
+        busy = threading.Thread(target=hold_the_index)
         busy.start()
         holding.wait(5)
         await asyncio.sleep(0.3)
