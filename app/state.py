@@ -12,6 +12,7 @@ remembered as picked.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -110,6 +111,9 @@ class ClusteringSession(MethodState):
         self._picks: Picks | None = None  # None: the automatic clusters (which no dc changes)
         self._pending: Picks | None = None
         self._history: list[Picks | None] = []
+        # held while what is shown changes (a publish, and its watchers) and while a sweep is checked and kept: a
+        # sweep that finished as another thread showed another data set or kernel was kept for that one
+        self._shown_lock = threading.RLock()
 
     # loading and parameters ---------------------------------------------------------------------------------
     def load(self, dataset: Dataset, progress=None) -> None:
@@ -293,7 +297,7 @@ class ClusteringSession(MethodState):
         self._picks, self._pending = picks, None
         if self.show_halo:
             model.halo_  # computed now, in the caller's thread, not while drawing
-        with param.edit_constant(self):
+        with self._shown_lock, param.edit_constant(self):
             self.param.update(
                 **changes,  # first: a batched update calls watchers in the order their parameters were set, and those
                 # of the data set (a plot's zoom reset) go before those of the revision (its image shaded ahead)
@@ -322,9 +326,10 @@ class ClusteringSession(MethodState):
                 progress(phase, fraction)
 
         result = dc_sweep(indexed, kernel, sweep_dcs(indexed), swept)
-        if self._sweeps(dataset, kernel):
-            with param.edit_constant(self):
-                self.sweep = result
+        with self._shown_lock:
+            if self._sweeps(dataset, kernel):
+                with param.edit_constant(self):
+                    self.sweep = result
 
     def _sweeps(self, dataset: Dataset, kernel: str) -> bool:
         """Whether a sweep of ``dataset`` with ``kernel`` is still of what is shown (Datasets hold arrays: compared by

@@ -3,6 +3,8 @@ hand-picked HDBSCAN selection, colouring by ground truth, the pinned comparison 
 
 from __future__ import annotations
 
+import threading
+
 import holoviews as hv
 import numpy as np
 import pandas as pd
@@ -10,6 +12,7 @@ import panel as pn
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
+import dpstudio.app.state
 from dpstudio import sample_data
 from dpstudio.app.dbscan_plots import eps_steps
 from dpstudio.app.compare import TABLE_CLUSTERS, adjusted_rand_index, contingency
@@ -222,6 +225,39 @@ def test_a_sweep_of_points_that_change_under_it_is_dropped_and_never_reads_them_
     with pytest.raises(Unchanged, match="The dc sweep stopped"):
         studio.dpc.run_sweep(lambda phase, fraction: fraction >= 0.5 and studio.dataset.n_points == 2303 and studio.load(cache.sample("blobs")))
     assert studio.dataset.n_points == 2300 and studio.dpc.sweep is None  # the same sample loaded again: another data set
+
+
+def test_a_sweep_that_ends_as_another_thread_shows_another_data_set_is_not_kept_for_it(studio, cache, monkeypatch):
+    """The sweep's last check and the keeping of its result are one step against a publish of another data set:
+    a load that landed between them once got the old data set's sweep."""
+    session, moons = studio.dpc, cache.sample("moons")
+    swept, loaded = threading.Event(), threading.Event()
+    sweep_of_blobs = dpstudio.app.state.dc_sweep
+
+    def sweep_to_its_end(*args):
+        result = sweep_of_blobs(*args)
+        swept.set()
+        return result
+
+    def load_moons() -> None:
+        studio.load(moons)
+        loaded.set()
+
+    loader = threading.Thread(target=load_moons)
+    checked = session._sweeps
+
+    def last_check_then_a_load(dataset, kernel):
+        still = checked(dataset, kernel)
+        if swept.is_set() and not loader.is_alive() and not loaded.is_set():
+            loader.start()
+            loaded.wait(1.0)  # the load's publish waits for the sweep's step to end (it ran on through here before)
+        return still
+
+    monkeypatch.setattr(dpstudio.app.state, "dc_sweep", sweep_to_its_end)
+    monkeypatch.setattr(session, "_sweeps", last_check_then_a_load)
+    session.run_sweep()
+    loader.join()
+    assert loaded.is_set() and studio.dataset is moons and session.sweep is None
 
 
 def test_the_pinned_name_says_the_halo_is_noise_and_an_edited_sample_why_it_has_no_truth(studio, cache):
