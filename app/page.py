@@ -290,7 +290,7 @@ class StudioPage:
         self.dc.param.watch(self._dc_moved, ["value", "value_throttled"])
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
-        self.halo.param.watch(lambda e: self._start("Computing the halo", session.set_halo, e.new), "value")
+        self.halo.param.watch(lambda e: e.new != session.show_halo and self._start("Computing the halo", session.set_halo, e.new), "value")
         self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
         teaching = self.teaching
         # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
@@ -325,7 +325,7 @@ class StudioPage:
         self.cancel.on_click(self._cancel_choice)
         self.plots.lasso.add_subscriber(lambda geometry: self._start("Relabelling", session.select_polygon, geometry, redraw=True))
         self.plots.box.add_subscriber(lambda bounds: self._start("Relabelling", session.select_box, bounds, redraw=True))
-        session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel", "log_axes"])
+        session.param.watch(self._show_parameters, ["dc", "dc_percent", "kernel", "show_halo", "log_axes"])
         studio.param.watch(self._show_clusters, ["revision"])
         studio.param.watch(self._show_teaching, ["revision"])
         session.param.watch(self._show_sweep, ["sweep"])
@@ -842,6 +842,7 @@ class StudioPage:
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
         self.kernel.value = session.kernel
+        self.halo.value = session.show_halo
         self.log_axes.value = session.log_axes
 
     def _show_centers(self, *events) -> None:

@@ -29,6 +29,7 @@ from .studio import Studio
 from .wording import name_list
 
 SCHEMA = 1  # the version of the session document; a page refuses any other
+DPC_VIEWS = ("halo", "log_axes")  # DPC's view toggles: the halo greyed out, the decision graph on log axes
 
 
 def data_source(studio: Studio) -> tuple[str | None, str]:
@@ -97,6 +98,7 @@ def page_query(studio: Studio) -> str:
             query["kernel"] = shown["kernel"]
         rule = "dc_percent" if shown["dc_percent"] is not None else "dc"
         query[rule] = _exact(shown[rule])
+        query.update({view: "1" for view in DPC_VIEWS if shown[view]})
     elif method == "dbscan":
         query.update(eps=_exact(shown["eps"]), min_samples=str(shown["min_samples"]))
     else:
@@ -136,7 +138,8 @@ def session_document(studio: Studio) -> dict:
         dpc = studio.dpc
         document["dpc"] = {"kernel": dpc.kernel, "dc": float(dpc.dc), "dc_percent": dpc.dc_percent,
                            # as chosen: the densest point, a center at every dc, is not made a pick that a dc change keeps
-                           "centers": [int(c) for c in dpc.model.chosen_centers_] if dpc.centers_picked else None}  # fmt: skip
+                           "centers": [int(c) for c in dpc.model.chosen_centers_] if dpc.centers_picked else None,
+                           "halo": dpc.show_halo, "log_axes": dpc.log_axes}  # fmt: skip
         picks = dpc.picks
         if picks is not None and (picks.kernel, picks.dc) != (dpc.kernel, dpc.dc):  # followed here from where they were picked
             document["dpc"]["picked_at"] = {"kernel": picks.kernel, "dc": float(picks.dc), "centers": [int(c) for c in picks.centers]}
@@ -230,7 +233,7 @@ def query_document(query: str | dict) -> dict:
         if name in params and not params[name].strip():
             raise ValueError(f"{name} is empty: give {'point indices, e.g. centers=3,17' if name == 'centers' else 'cluster ids'}, or ',' for none")
     unknown = set(params) - {"sample", "features", "standardize", "method", "kernel", "dc", "dc_percent", "centers",
-                             "eps", "min_samples", "min_cluster_size", "selection", "clusters"}  # fmt: skip
+                             *DPC_VIEWS, "eps", "min_samples", "min_cluster_size", "selection", "clusters"}  # fmt: skip
     if unknown:
         raise ValueError(f"unknown URL parameter {sorted(unknown)[0]!r}")
     method = params.get("method", "dpc")
@@ -239,28 +242,26 @@ def query_document(query: str | dict) -> dict:
     # a parameter of a method the URL does not show was ignored, or shown for a moment (an eps: DBSCAN, then DPC)
     owners = {"eps": ("DBSCAN's", ["dbscan"]), "min_samples": ("DBSCAN and HDBSCAN's", ["dbscan", "hdbscan"]),
               **{name: ("HDBSCAN's", ["hdbscan"]) for name in ("min_cluster_size", "selection", "clusters")},
-              **{name: ("DPC's", ["dpc"]) for name in ("kernel", "dc", "dc_percent", "centers")}}  # fmt: skip
+              **{name: ("DPC's", ["dpc"]) for name in ("kernel", "dc", "dc_percent", "centers", *DPC_VIEWS)}}  # fmt: skip
     for name, (whose, methods) in owners.items():
         if name in params and method not in methods:
             wanted = " or ".join(f"method={m}" for m in methods)
             if "method" in params:  # adding the one wanted would give method twice
                 raise ValueError(f"{name} is {whose}: the URL's method={method} does not use it (use {wanted})")
             raise ValueError(f"{name} is {whose}: add {wanted}")
-    standardize = params.get("standardize", "0").lower()
-    if standardize not in ("0", "1", "true", "false"):
-        raise ValueError(f"standardize must be 1 or 0, got {params['standardize']!r}")
-    dataset = {"sample": params.get("sample"), "standardized": standardize in ("1", "true")}
+    dataset = {"sample": params.get("sample"), "standardized": _flag(params, "standardize")}
     if "features" in params or dataset["standardized"]:
         dataset["features"] = [c for c in params.get("features", "").split(",") if c] or None
     document = {"dpstudio_session": SCHEMA, "dataset": dataset, "method": method}
     number, whole = _number_from_text, _whole_from_text
-    if method == "dpc" and {"kernel", "dc", "dc_percent", "centers"} & set(params):
+    if method == "dpc" and {"kernel", "dc", "dc_percent", "centers", *DPC_VIEWS} & set(params):
         centers = params.get("centers")
         document["dpc"] = {
             "kernel": params.get("kernel", "cutoff"),
             "dc": number("dc", params["dc"]) if "dc" in params else None,
             "dc_percent": number("dc_percent", params["dc_percent"]) if "dc_percent" in params else None,
             "centers": None if centers is None else _whole_list("centers", centers),
+            **{view: _flag(params, view) for view in DPC_VIEWS},
         }  # fmt: skip
     if method == "dbscan":
         document["dbscan"] = {"eps": number("eps", params["eps"]) if "eps" in params else None,
@@ -358,6 +359,10 @@ def _apply(studio: Studio, document: dict, cache: DatasetCache, progress=None) -
             studio.dpc.set_dc(**shown_dc, kernel=dpc["kernel"], progress=progress)
         elif dpc.get("centers") is not None:
             studio.dpc.choose(dpc["centers"])
+        if dpc.get("halo") is not None:  # (a file saved before the views were saved has neither: they stay as shown)
+            studio.dpc.set_halo(dpc["halo"])
+        if dpc.get("log_axes") is not None:
+            studio.dpc.set_log_axes(dpc["log_axes"])
     if (dbscan := document.get("dbscan")) is not None:
         studio.set_method("dbscan", progress=progress)
         studio.dbscan.set_min_samples(dbscan["min_samples"], progress=progress, at_knee=dbscan.get("eps") is None)
@@ -377,7 +382,7 @@ FIELDS = {
     "the session": {"dpstudio_session", "dataset", "method", *METHODS},
     "dataset": {"name", "sample", "n_points", "features", "standardized", "edits"},
     "edits": {"rows", "added"},
-    "dpc": {"kernel", "dc", "dc_percent", "centers", "picked_at"},
+    "dpc": {"kernel", "dc", "dc_percent", "centers", "picked_at", *DPC_VIEWS},
     "picked_at": {"kernel", "dc", "centers"},
     "dbscan": {"eps", "min_samples"},
     "hdbscan": {"min_cluster_size", "min_samples", "selection", "clusters"},
@@ -431,6 +436,9 @@ def _checked(document: dict) -> dict:
             if not isinstance(picked_at, dict) or picked_at.get("kernel") not in KERNELS or not _whole_numbers(picked_at.get("centers")):
                 raise ValueError("picked_at must be the picks' kernel, dc and centers (point indices)")
             _positive("picked_at's dc", picked_at.get("dc"))
+        for view in DPC_VIEWS:
+            if dpc.get(view) is not None and not isinstance(dpc[view], bool):
+                raise ValueError(f"{view} must be true or false, got {dpc[view]!r}")
     if (dbscan := document.get("dbscan")) is not None:
         if dbscan.get("eps") is not None:
             _positive("eps", dbscan["eps"])
@@ -470,6 +478,14 @@ def _whole_from_text(name: str, text: str) -> int:
     if not value.is_integer():  # not cut to a whole number without a word (centers=1.5 was point 1)
         raise ValueError(f"{name} must be a whole number, got {text!r}")
     return int(value)
+
+
+def _flag(params: dict, name: str) -> bool:
+    """A URL's on/off parameter (absent: off)."""
+    value = params.get(name, "0").lower()
+    if value not in ("0", "1", "true", "false"):
+        raise ValueError(f"{name} must be 1 or 0, got {params[name]!r}")
+    return value in ("1", "true")
 
 
 def _whole_list(name: str, text: str) -> list[int]:

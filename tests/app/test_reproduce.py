@@ -265,7 +265,8 @@ def test_edits_that_do_not_fit_the_file_change_nothing(studio, cache, edits, mes
          '"selection": "median"}}', "selection must be one of eom, leaf, got 'median'"),
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "bogus": 1}', "unknown field 'bogus' in the session"),  # loaded silently
         ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "centres": [1]}}',
-         r"unknown field 'centres' in dpc \(its fields: centers, dc, dc_percent, kernel, picked_at\)"),
+         r"unknown field 'centres' in dpc \(its fields: centers, dc, dc_percent, halo, kernel, log_axes, picked_at\)"),
+        ('{"dpstudio_session": 1, "dataset": {}, "method": "dpc", "dpc": {"kernel": "cutoff", "halo": 1}}', "halo must be true or false, got 1"),
     ],
 )
 def test_bad_session_files_are_refused_with_the_field(text, message):
@@ -302,7 +303,8 @@ def test_a_url_query_opens_a_sample_with_its_parameters(studio, cache):
     assert (studio.dpc.kernel, studio.dpc.dc_percent) == ("gaussian", percent)
     assert "--kernel gaussian" in command_line(studio)
     for query, message in [("dc=abc", "dc must be a number, got 'abc'"), ("sample=x", "no sample named 'x'"),
-                           ("standardize=yes", "standardize must be 1 or 0"),
+                           ("standardize=yes", "standardize must be 1 or 0"), ("halo=on", "halo must be 1 or 0, got 'on'"),
+                           ("method=dbscan&log_axes=1", "log_axes is DPC's: the URL's method=dbscan does not use it"),
                            ("colour=red", "unknown URL parameter 'colour'"), ("method=dbscan&eps=-1", "eps must be a finite positive"),
                            ("sample=moons&sample=blobs", "URL parameter 'sample' is given more than once"),
                            ("dc=0.1&dc_percent=3", "give dc or dc_percent, not both"),
@@ -342,6 +344,12 @@ def test_the_pages_query_opens_the_same_clustering_in_a_fresh_page(studio, cache
     dpc.pick_count(3)
     assert re.fullmatch(r"\?sample=blobs&method=dpc&kernel=gaussian&dc=[0-9.]+&centers=\d+,\d+,\d+", reopened())
     assert fresh.dpc.dc == dpc.dc
+    dpc.set_halo(True)  # the views: halo points are labelled -1 (noise) while shown
+    dpc.set_log_axes(True)
+    assert "&halo=1&log_axes=1&centers=" in reopened() and (fresh.dpc.show_halo, fresh.dpc.log_axes) == (True, True)
+    dpc.set_halo(False)
+    assert "&log_axes=1&centers=" in reopened() and (fresh.dpc.show_halo, fresh.dpc.log_axes) == (False, True)
+    dpc.set_log_axes(False)
     dpc.clear()  # none picked: one cluster, not the automatic clusters
     assert reopened().endswith("&centers=,") and fresh.labels().max() == 0
     studio.set_method("dbscan")

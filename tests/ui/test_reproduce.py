@@ -62,6 +62,13 @@ def test_the_address_follows_the_page_so_that_a_reload_shows_it_again(page: Page
     pick_top_three(page)
     expect(page).to_have_url(re.compile(r"/\?sample=blobs&method=dpc&dc_percent=2&centers=\d+,\d+,\d+$"), timeout=TIMEOUT_MS)
     assert page.evaluate("history.length") == entries  # replaced, not pushed: Back would change the address alone
+    halo = page.locator("div.bk-Checkbox", has_text="Grey out the halo").locator("input")
+    halo.check()
+    expect(page).to_have_url(re.compile(r"&halo=1&centers=\d+,\d+,\d+$"), timeout=TIMEOUT_MS)
+    page.reload()  # the view toggles too: halo points in grey, the box ticked, the table's halo column
+    expect(halo).to_be_checked(timeout=TIMEOUT_MS)
+    expect(page.locator(".tabulator-col-title", has_text="halo")).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(page.locator(ROWS)).to_have_count(3, timeout=TIMEOUT_MS)
     line = command_box(page).input_value()
     page.go_back()
     assert "sample=blobs" not in page.url
