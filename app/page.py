@@ -288,6 +288,10 @@ class StudioPage:
         self.use_features.on_click(lambda e: self._start("Loading", self._set_features, list(self.features.value), self.standardize.value))
         self.load_session.param.watch(self._session_chosen, ["value", "filename"])
         self.dc.param.watch(self._dc_moved, ["value", "value_throttled"])
+        # Panel's box widens the browser's slider to a dc typed beyond it, and that range reaches the server after
+        # the typed dc: where the dc was refused before it came, the page had put the range back already, and the
+        # handle stayed at the far left. Panel's composite slider has no public view of its slider's range
+        self.dc._slider.param.watch(self._slider_widened, ["start", "end"])
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
         self.halo.param.watch(lambda e: e.new != session.show_halo and self._start("Computing the halo", session.set_halo, e.new), "value")
@@ -869,6 +873,13 @@ class StudioPage:
         elif event.new != self._dc_shown and (event.name == "value_throttled" or event.new == 0):
             self._dc_shown = event.new
             self._start("Changing dc", self.session.set_dc, event.new, redraw=True)
+
+    def _slider_widened(self, *events) -> None:
+        """The slider's own range again, once no dc beyond it waits (a dc typed there and accepted moves the range
+        around it when it is in use)."""
+        dc = self.dc
+        if dc.value is not None and dc.start <= dc.value <= dc.end and (dc._slider.start, dc._slider.end) != (dc.start, dc.end):
+            dc.param.trigger("start", "end")
 
     def _percent_typed(self, event) -> None:
         if event.new.strip() and event.new != _percent_text(self.session.dc_percent):
