@@ -66,6 +66,10 @@ PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computi
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 ADDRESS_FOLLOWS = ("const query = cb_obj.value.slice(cb_obj.value.indexOf(' ') + 1);"  # after the revision
                    "window.history.replaceState(window.history.state, '', window.location.pathname + query + window.location.hash)")
+# the upload box emptied with FilePond's own call (Panel's FileDropper cannot be cleared from the server): it went on
+# listing the last file sent, "Sent", while a sample was shown
+EMPTY_THE_UPLOAD_BOX = ("const root = Bokeh.index.find_one(box)?.shadow_el.querySelector('.filepond--root');"
+                        "if (root) window.FilePond.find(root)?.removeFiles();")
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
@@ -166,6 +170,8 @@ class StudioPage:
         # refused them; the server names what it reads instead (read_upload)
         self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB",
                                              stylesheets=[SENT_FILE_CSS])  # fmt: skip
+        self.upload_emptied = pn.widgets.IntInput(value=0, visible=False)  # counts the times the box was emptied
+        self.upload_emptied.jscallback(value=EMPTY_THE_UPLOAD_BOX, args={"box": self.upload})
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT (gzipped too: .csv.gz), Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature until you choose; each is z-scored while Standardize is ticked.",
@@ -386,7 +392,7 @@ class StudioPage:
         # the other methods' controls, hidden at first, join the page when first shown (as their plots do)
         self.method_controls = {"dbscan": Deferred(lambda: [self.dbscan.panel]), "hdbscan": Deferred(lambda: [self.hdbscan.panel])}
         sidebar = pn.Column(
-            "### Data", self.sample, self.upload, self.upload_note, self.dataset_info, self.features, self.standardize,
+            "### Data", self.sample, self.upload, self.upload_emptied, self.upload_note, self.dataset_info, self.features, self.standardize,
             self.use_features, self.x_axis, self.y_axis, self.embed,
             "### Method", self.method, self.dpc_panel, self.method_controls["dbscan"].column,
             self.method_controls["hdbscan"].column,
@@ -814,6 +820,8 @@ class StudioPage:
         self.dataset_info.object = (f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × "
                                     f"{counted(len(points.columns), 'feature')}{scaled}{dropped}{notes}")  # fmt: skip
         self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
+        if self._your_file is None or dataset.original is not self._your_file:  # no file the box lists is shown now
+            self.upload_emptied.value += 1
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []
         self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._choice(dataset))

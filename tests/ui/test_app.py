@@ -55,7 +55,7 @@ def percent_field(page: Page):
 
 
 def dc_field(page: Page):
-    return page.locator("input.bk-input[type=text]").first  # the dc slider's text box, the first text field
+    return page.locator("input.bk-input[type=text]:visible").first  # the dc slider's text box, the first text field shown
 
 
 # (width of the field's text, room before the box's arrows) in pixels
@@ -373,12 +373,17 @@ def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, serve
     expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
     choice = page.get_by_label("Data set")
     expect(choice).to_have_value("mine.csv (your file)")
+    files_listed = page.locator(".filepond--item")
+    expect(files_listed).to_have_count(1)
     choice.select_option("moons")
     expect(data_set_info(page)).to_contain_text("moons: 1,400 points", timeout=TIMEOUT_MS)
+    expect(files_listed).to_have_count(0, timeout=TIMEOUT_MS)  # it went on saying "mine.csv Sent" beside moons
     upload.set_input_files(tmp_path / "mine.csv")  # the same file again
     expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
+    expect(files_listed).to_have_count(1)
     choice.select_option("nested")
     expect(data_set_info(page)).to_contain_text("nested: 2,450 points", timeout=TIMEOUT_MS)
+    expect(files_listed).to_have_count(0, timeout=TIMEOUT_MS)
     choice.select_option("mine.csv (your file)")  # back to the file without uploading it
     expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
 
