@@ -111,8 +111,9 @@ class ClusteringSession(MethodState):
         self._picks: Picks | None = None  # None: the automatic clusters (which no dc changes)
         self._pending: Picks | None = None
         self._history: list[Picks | None] = []
-        # held while what is shown changes (a publish, and its watchers) and while a sweep is checked and kept: a
-        # sweep that finished as another thread showed another data set or kernel was kept for that one
+        # held while the model shown changes, through its publish and the watchers of that, and while a sweep is
+        # checked and kept (with the watchers of that): a sweep that finished as another thread showed another data
+        # set or kernel was kept for that one, and one kept as the model changed compared with the new labels
         self._shown_lock = threading.RLock()
 
     # loading and parameters ---------------------------------------------------------------------------------
@@ -121,8 +122,9 @@ class ClusteringSession(MethodState):
         session's first), the automatic clusters."""
         percent = self.dc_percent or self._first_percent
         model = DensityPeaks(dc_percent=percent, kernel=self.kernel).fit(dataset.indexed, progress=progress)
-        self._model, self._history = model, []  # the old data set's centers mean nothing here
-        self._publish(None, timings=dict(model.timings_), dataset=dataset, dc_percent=percent, sweep=None)
+        with self._shown_lock:
+            self._model, self._history = model, []  # the old data set's centers mean nothing here
+            self._publish(None, timings=dict(model.timings_), dataset=dataset, dc_percent=percent, sweep=None)
 
     def set_dc(self, dc: float | None = None, *, dc_percent: float | None = None, kernel: str | None = None,
                progress=None) -> None:  # fmt: skip
@@ -135,15 +137,16 @@ class ClusteringSession(MethodState):
         before = dict(model.timings_)
         model.timings_.clear()
         picks = self._picks
-        try:
-            model.set_dc(None if dc_percent is not None else dc, dc_percent=dc_percent, kernel=kernel,
-                         centers=None if picks is None else partial(_centers_at_dc, picks), progress=progress)  # fmt: skip
-        except Exception:
-            model.timings_.update(before)
-            raise
-        changes = {} if kernel == self.kernel else {"sweep": None}  # (the sweep only when it goes: param cannot compare
-        # two sweeps, and counts one set again as a change)
-        self._publish(picks, timings=dict(model.timings_), kernel=kernel, dc_percent=dc_percent, **changes)
+        with self._shown_lock:  # the model shown changes in place
+            try:
+                model.set_dc(None if dc_percent is not None else dc, dc_percent=dc_percent, kernel=kernel,
+                             centers=None if picks is None else partial(_centers_at_dc, picks), progress=progress)  # fmt: skip
+            except Exception:
+                model.timings_.update(before)
+                raise
+            changes = {} if kernel == self.kernel else {"sweep": None}  # (the sweep only when it goes: param cannot
+            # compare two sweeps, and counts one set again as a change)
+            self._publish(picks, timings=dict(model.timings_), kernel=kernel, dc_percent=dc_percent, **changes)
 
     def edit(self, change: Callable[[DensityPeaks], object], edited: Callable) -> None:
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy
@@ -152,8 +155,9 @@ class ClusteringSession(MethodState):
         model = self.model
         if self.dataset.base is None:
             model = copy.deepcopy(model)
-        change(model)
-        self.show_model(model, edited)
+        with self._shown_lock:  # (from the second edit on, the model shown changes in place)
+            change(model)
+            self.show_model(model, edited)
 
     def kept(self) -> Shown:
         """What this session shows, as it will stay through the edits to come: a shared data set and its model as
@@ -168,9 +172,10 @@ class ClusteringSession(MethodState):
 
     def restore(self, shown: Shown) -> None:
         """Show again what ``kept`` kept: its data set, model, centers, undo history, dc rule and kernel."""
-        self._model, self._history = shown.model, list(shown.history)
-        self._publish(shown.picks, timings=dict(shown.model.timings_), dataset=shown.dataset, sweep=None,
-                      dc_percent=shown.dc_percent, kernel=shown.model.kernel_)  # fmt: skip
+        with self._shown_lock:
+            self._model, self._history = shown.model, list(shown.history)
+            self._publish(shown.picks, timings=dict(shown.model.timings_), dataset=shown.dataset, sweep=None,
+                          dc_percent=shown.dc_percent, kernel=shown.model.kernel_)  # fmt: skip
 
     def show_model(self, model: DensityPeaks, edited: Callable) -> None:
         """Show a model of this session's own points (edited, or a stream's first points, fitted afresh);
@@ -179,10 +184,11 @@ class ClusteringSession(MethodState):
         dropped: their point indices are gone."""
         chosen = model.chosen_centers_
         picks = None if chosen is None else Picks.of(model, chosen)
-        self._model, self._history = model, []
-        # dc is no longer the percent rule's value on these points
-        self._publish(picks, timings=dict(model.timings_), dataset=edited(model.indexed_), sweep=None, dc_percent=None,
-                      kernel=model.kernel_)  # (a session's edited points fitted afresh: with its kernel, maybe not the one shown)
+        with self._shown_lock:
+            self._model, self._history = model, []
+            # dc is no longer the percent rule's value on these points
+            self._publish(picks, timings=dict(model.timings_), dataset=edited(model.indexed_), sweep=None, dc_percent=None,
+                          kernel=model.kernel_)  # (a session's edited points fitted afresh: with its kernel, maybe not the one shown)
 
     def set_halo(self, show: bool) -> None:
         """Show the halo (grey) or not; it is computed here, not while drawing."""
@@ -284,10 +290,11 @@ class ClusteringSession(MethodState):
         if self._picks is None if picks is None else picks.same_choice(self._picks):
             self.cancel()
             return  # a re-pick of the same centers: no relabel, no undo step
-        model.assign() if picks is None else model.assign(centers=_centers_at_dc(picks, model))
-        if record:
-            self._history = [*self._history[-(UNDO_DEPTH - 1) :], self._picks]
-        self._publish(picks, timings={"relabel": model.timings_["relabel"]})
+        with self._shown_lock:  # the model shown changes in place
+            model.assign() if picks is None else model.assign(centers=_centers_at_dc(picks, model))
+            if record:
+                self._history = [*self._history[-(UNDO_DEPTH - 1) :], self._picks]
+            self._publish(picks, timings={"relabel": model.timings_["relabel"]})
 
     def _publish(self, picks: Picks | None, timings: dict, **changes) -> None:
         """Show the model with its centers, and any other ``changes`` of this state's parameters, in one update:

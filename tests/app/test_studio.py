@@ -228,9 +228,12 @@ def test_a_sweep_of_points_that_change_under_it_is_dropped_and_never_reads_them_
 
 
 def test_a_sweep_that_ends_as_another_thread_shows_another_data_set_is_not_kept_for_it(studio, cache, monkeypatch):
-    """The sweep's last check and the keeping of its result are one step against a publish of another data set:
-    a load that landed between them once got the old data set's sweep."""
+    """The sweep's last check and the keeping of its result are one step against a load of another data set: a
+    load that landed between them once got the old data set's sweep, and one whose model was in place before its
+    publish failed the page's view of the sweep ("the clusterings label different numbers of points")."""
     session, moons = studio.dpc, cache.sample("moons")
+    frames = []
+    session.param.watch(lambda event: frames.append(session.sweep_frame()), "sweep")  # as the page's sweep plot
     swept, loaded = threading.Event(), threading.Event()
     sweep_of_blobs = dpstudio.app.state.dc_sweep
 
@@ -258,6 +261,7 @@ def test_a_sweep_that_ends_as_another_thread_shows_another_data_set_is_not_kept_
     session.run_sweep()
     loader.join()
     assert loaded.is_set() and studio.dataset is moons and session.sweep is None
+    assert len(frames) == 2 and frames[0] is not None and frames[1] is None  # kept for blobs, then dropped by the load
 
 
 def test_the_pinned_name_says_the_halo_is_noise_and_an_edited_sample_why_it_has_no_truth(studio, cache):
