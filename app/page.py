@@ -138,6 +138,7 @@ class StudioPage:
         self.session = self.studio.dpc
         self._slider_dataset: Dataset | None = None
         self._dc_shown: float | None = None  # the dc the box shows: the one in use, or the last one asked for
+        self._toggles_asked = {"show_halo": False, "log_axes": False}  # DPC's view toggles: in use, or last asked for
         self._centers_counted: int | None = None  # the count of centers the number-of-clusters box was last given
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
         self.plots = SessionPlots(self.studio, on_render=self._show_status)
@@ -300,8 +301,8 @@ class StudioPage:
         self.dc._slider.param.watch(self._slider_widened, ["start", "end"])
         self.dc_percent.param.watch(self._percent_typed, "value")
         self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
-        self.halo.param.watch(lambda e: e.new != session.show_halo and self._start("Computing the halo", session.set_halo, e.new), "value")
-        self.log_axes.param.watch(lambda e: e.new != session.log_axes and self._start("Redrawing", session.set_log_axes, e.new), "value")
+        self.halo.param.watch(partial(self._toggled, "show_halo", "Computing the halo", session.set_halo), "value")
+        self.log_axes.param.watch(partial(self._toggled, "log_axes", "Redrawing", session.set_log_axes), "value")
         teaching = self.teaching
         # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
         self.plots.view_tap.add_subscriber(self._view_clicked)
@@ -854,8 +855,8 @@ class StudioPage:
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
         self.kernel.value = session.kernel
-        self.halo.value = session.show_halo
-        self.log_axes.value = session.log_axes
+        self._toggles_asked.update(show_halo=session.show_halo, log_axes=session.log_axes)
+        self.halo.value, self.log_axes.value = session.show_halo, session.log_axes
 
     def _show_centers(self, *events) -> None:
         """The count of the centers shown, when it changes: Pick top γ starts from there. A count typed meanwhile
@@ -888,6 +889,13 @@ class StudioPage:
         dc = self.dc
         if dc.value is not None and dc.start <= dc.value <= dc.end and (dc._slider.start, dc._slider.end) != (dc.start, dc.end):
             dc.param.trigger("start", "end")
+
+    def _toggled(self, name: str, label: str, action: Callable, event) -> None:
+        """A view toggle ticked or unticked: applied unless it is the value in use, or asked for last (a tick and an
+        untick before the first was applied left the toggle on; a box set to the value in use asks for nothing)."""
+        if event.new != self._toggles_asked[name]:
+            self._toggles_asked[name] = event.new
+            self._start(label, action, event.new)
 
     def _percent_typed(self, event) -> None:
         if event.new.strip() and event.new != _percent_text(self.session.dc_percent):

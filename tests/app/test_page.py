@@ -316,6 +316,24 @@ def test_the_sliders_range_widened_for_a_refused_dc_goes_back_when_it_comes_late
     assert page.session.dc == end * 2 and page.dc.start < end * 2 < page.dc.end and inner.end == page.dc.end
 
 
+def test_a_view_toggle_ticked_and_unticked_before_it_is_applied_ends_as_the_box_shows(page, queued):
+    """The untick was compared with the value in use, not the one asked for last: it asked for nothing, and the
+    tick, applied after it, left the halo (or the log axes) on beside an unticked box."""
+    loop = asyncio.new_event_loop()
+    for box, name in ((page.halo, "show_halo"), (page.log_axes, "log_axes")):
+        box.value = True
+        box.value = False
+        run_queued(loop, queued)
+        queued.clear()
+        assert (getattr(page.session, name), box.value) == (False, False)
+        box.value = True
+        run_queued(loop, queued)
+        queued.clear()
+        assert (getattr(page.session, name), box.value) == (True, True)
+        box.value = True  # the value in use: nothing asked for
+        assert queued == []
+
+
 def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(page, queued):
     """0 typed as the number of clusters was kept in the browser (the box had a bound) and Pick took the old 3."""
     loop = asyncio.new_event_loop()
