@@ -66,10 +66,14 @@ PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computi
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 ADDRESS_FOLLOWS = ("const query = cb_obj.value.slice(cb_obj.value.indexOf(' ') + 1);"  # after the revision
                    "window.history.replaceState(window.history.state, '', window.location.pathname + query + window.location.hash)")
-# the upload box emptied with FilePond's own call (Panel's FileDropper cannot be cleared from the server): it went on
-# listing the last file sent, "Sent", while a sample was shown
-EMPTY_THE_UPLOAD_BOX = ("const root = Bokeh.index.find_one(box)?.shadow_el.querySelector('.filepond--root');"
-                        "if (root) window.FilePond.find(root)?.removeFiles();")
+# the upload box emptied of the files it has sent with FilePond's own calls (Panel's FileDropper cannot be cleared
+# from the server): it went on listing the last file, "Sent", while a sample was shown. A file on its way stays
+EMPTY_THE_UPLOAD_BOX = """
+const root = Bokeh.index.find_one(box)?.shadow_el.querySelector('.filepond--root');
+const pond = root && window.FilePond.find(root);
+for (const file of pond ? pond.getFiles() : [])
+  if (file.status === window.FilePond.FileStatus.PROCESSING_COMPLETE) pond.removeFile(file.id);
+"""
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
 LASSO_MODES = {"Lasso selects": "select", "Lasso deletes": "delete"}
@@ -141,6 +145,7 @@ class StudioPage:
         self._toggles_asked = {"show_halo": False, "log_axes": False}  # DPC's view toggles: in use, or last asked for
         self._centers_counted: int | None = None  # the count of centers the number-of-clusters box was last given
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
+        self._box_lists_file = False  # the upload box lists a file sent (the one shown, or one refused since)
         self.plots = SessionPlots(self.studio, on_render=self._show_status)
         self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
         self.sweep_plot = SweepPlot(self.session)
@@ -796,6 +801,7 @@ class StudioPage:
             self.upload.css_classes = []  # (a refused file sent just before it marked this one)
         except Exception:
             self.upload.css_classes = ["dp-refused"]  # the file's box said "Sent" beside the alert that refused it
+            self._box_lists_file = True  # (until another data set is shown)
             raise
 
     def _set_features(self, columns: list[str], standardize: bool, progress=None) -> None:
@@ -821,8 +827,10 @@ class StudioPage:
         self.dataset_info.object = (f"**{dataset.name}**: {counted(dataset.n_points, 'point')} × "
                                     f"{counted(len(points.columns), 'feature')}{scaled}{dropped}{notes}")  # fmt: skip
         self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
-        if self._your_file is None or dataset.original is not self._your_file:  # no file the box lists is shown now
+        from_file = self._your_file is not None and dataset.original is self._your_file
+        if self._box_lists_file and not from_file:  # the file it lists is shown no longer
             self.upload_emptied.value += 1
+        self._box_lists_file = from_file
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []
         self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._choice(dataset))

@@ -388,6 +388,22 @@ def test_an_empty_upload_says_so_and_the_same_file_loads_again(page: Page, serve
     expect(data_set_info(page)).to_contain_text("mine.csv: 300 points", timeout=TIMEOUT_MS)
 
 
+def test_a_file_on_its_way_stays_in_the_box_when_another_data_set_is_shown(page: Page, server, tmp_path):
+    """The box is emptied of the file it lists once another data set is shown; a file still being sent then stays
+    and loads (emptied too, it was cut off halfway, without a word)."""
+    open_app(page, server.url)
+    upload = page.locator("input.filepond--browser")
+    (tmp_path / "small.csv").write_text("a,b\n" + "".join(f"{i % 13},{(i * 7) % 11}\n" for i in range(300)))
+    upload.set_input_files(tmp_path / "small.csv")
+    expect(data_set_info(page)).to_contain_text("small.csv: 300 points", timeout=TIMEOUT_MS)
+    pd.DataFrame(np.random.default_rng(0).normal(size=(400_000, 2)), columns=["x", "y"]).to_csv(tmp_path / "large.csv", index=False)
+    page.get_by_label("Data set").select_option("moons")
+    upload.set_input_files(tmp_path / "large.csv")  # on its way (about 15 MB) as moons is shown and the box emptied
+    expect(data_set_info(page)).to_contain_text("moons: 1,400 points", timeout=TIMEOUT_MS)
+    expect(data_set_info(page)).to_contain_text("large.csv: 400,000 points", timeout=TIMEOUT_MS)
+    expect(page.locator(".filepond--item")).to_have_count(1)
+
+
 def test_a_lasso_of_thousands_of_centers_asks_first(page: Page, server):
     open_app(page, server.url)
     # the whole dense band at the bottom of the decision graph: about 2,300 points
