@@ -142,7 +142,8 @@ class StudioPage:
         self.session = self.studio.dpc
         self._slider_dataset: Dataset | None = None
         self._dc_shown: float | None = None  # the dc the box shows: the one in use, or the last one asked for
-        self._toggles_asked = {"show_halo": False, "log_axes": False}  # DPC's view toggles: in use, or last asked for
+        # DPC's kernel and view toggles: the values in use, or asked for last
+        self._asked = {"kernel": self.session.kernel, "show_halo": False, "log_axes": False}
         self._centers_counted: int | None = None  # the count of centers the number-of-clusters box was last given
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
         self._box_lists_file = False  # the upload box lists a file sent (the one shown, or one refused since)
@@ -305,9 +306,9 @@ class StudioPage:
         # handle stayed at the far left. Panel's composite slider has no public view of its slider's range
         self.dc._slider.param.watch(self._slider_widened, ["start", "end"])
         self.dc_percent.param.watch(self._percent_typed, "value")
-        self.kernel.param.watch(lambda e: self._start("Changing kernel", session.set_dc, kernel=e.new, redraw=True), "value")
-        self.halo.param.watch(partial(self._toggled, "show_halo", "Computing the halo", session.set_halo), "value")
-        self.log_axes.param.watch(partial(self._toggled, "log_axes", "Redrawing", session.set_log_axes), "value")
+        self.kernel.param.watch(partial(self._chosen, "kernel", "Changing kernel", session.set_kernel, redraw=True), "value")
+        self.halo.param.watch(partial(self._chosen, "show_halo", "Computing the halo", session.set_halo), "value")
+        self.log_axes.param.watch(partial(self._chosen, "log_axes", "Redrawing", session.set_log_axes), "value")
         teaching = self.teaching
         # quiet and coalesced (follow): a click or a step is drawn at once, with no progress bar flashing
         self.plots.view_tap.add_subscriber(self._view_clicked)
@@ -862,9 +863,8 @@ class StudioPage:
         self._dc_shown = dc
         self.dc.value = dc
         self.dc_percent.value = _percent_text(session.dc_percent)  # blank while dc is set directly: any percent typed applies
-        self.kernel.value = session.kernel
-        self._toggles_asked.update(show_halo=session.show_halo, log_axes=session.log_axes)
-        self.halo.value, self.log_axes.value = session.show_halo, session.log_axes
+        self._asked.update(kernel=session.kernel, show_halo=session.show_halo, log_axes=session.log_axes)
+        self.kernel.value, self.halo.value, self.log_axes.value = session.kernel, session.show_halo, session.log_axes
 
     def _show_centers(self, *events) -> None:
         """The count of the centers shown, when it changes: Pick top γ starts from there. A count typed meanwhile
@@ -898,12 +898,14 @@ class StudioPage:
         if dc.value is not None and dc.start <= dc.value <= dc.end and (dc._slider.start, dc._slider.end) != (dc.start, dc.end):
             dc.param.trigger("start", "end")
 
-    def _toggled(self, name: str, label: str, action: Callable, event) -> None:
-        """A view toggle ticked or unticked: applied unless it is the value in use, or asked for last (a tick and an
-        untick before the first was applied left the toggle on; a box set to the value in use asks for nothing)."""
-        if event.new != self._toggles_asked[name]:
-            self._toggles_asked[name] = event.new
-            self._start(label, action, event.new)
+    def _chosen(self, name: str, label: str, action: Callable, event, **options) -> None:
+        """The kernel or a view toggle chosen: applied unless it is the value in use, or asked for last. Compared
+        with the value in use, a tick and an untick before the first was applied left the toggle on; not compared,
+        two kernels clicked in quick succession were each set back in the buttons by the other's answer, and
+        asked for again, without end."""
+        if event.new != self._asked[name]:
+            self._asked[name] = event.new
+            self._start(label, action, event.new, **options)
 
     def _percent_typed(self, event) -> None:
         if event.new.strip() and event.new != _percent_text(self.session.dc_percent):
@@ -1024,7 +1026,7 @@ class StudioPage:
             self.sweep_note.object = ""
             return
         runs = frame[frame["plateau"] >= 0].groupby("plateau")
-        plateaus = [f"dc {short(rows['dc'].min(), 3)} to {short(rows['dc'].max(), 3)} ({rows['clusters'].iloc[0]} clusters)" for _, rows in runs]
+        plateaus = [f"dc {short(rows['dc'].min(), 3)} to {short(rows['dc'].max(), 3)} ({counted(rows['clusters'].iloc[0], 'cluster')})" for _, rows in runs]
         self.sweep_note.object = (f"**Swept {len(frame)} dc values.** Plateaus (stable choices): "
                                   + ("; ".join(plateaus) if plateaus else "none"))  # fmt: skip
 

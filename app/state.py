@@ -148,6 +148,10 @@ class ClusteringSession(MethodState):
             # compare two sweeps, and counts one set again as a change)
             self._publish(picks, timings=dict(model.timings_), kernel=kernel, dc_percent=dc_percent, **changes)
 
+    def set_kernel(self, kernel: str, progress=None) -> None:
+        """Another kernel at the same dc, or the same percent rule."""
+        self.set_dc(kernel=kernel, progress=progress)
+
     def edit(self, change: Callable[[DensityPeaks], object], edited: Callable) -> None:
         """Insert or delete points with the incremental engine: ``change(model)`` runs on this session's own copy
         of the model and index (the first edit copies them; other sessions keep the shared ones as they were), then

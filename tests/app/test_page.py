@@ -334,6 +334,18 @@ def test_a_view_toggle_ticked_and_unticked_before_it_is_applied_ends_as_the_box_
         assert queued == []
 
 
+def test_two_kernels_clicked_in_quick_succession_end_on_the_second(page, queued):
+    """Each kernel's answer set the buttons back to it, which asked for it again, and the page (and the server,
+    after the browser had gone) went on flipping between the two without end (a tester saw 10 minutes of it)."""
+    loop = asyncio.new_event_loop()
+    page.kernel.value = "gaussian"
+    page.kernel.value = "cutoff"  # before the first is applied
+    for _ in range(3):  # the actions each round of answers asks for: none after the first round
+        actions, queued[:] = list(queued), []
+        run_queued(loop, actions)
+    assert queued == [] and (page.session.kernel, page.kernel.value) == ("cutoff", "cutoff")
+
+
 def test_a_number_of_clusters_out_of_range_or_emptied_is_refused_by_name(page, queued):
     """0 typed as the number of clusters was kept in the browser (the box had a bound) and Pick took the old 3."""
     loop = asyncio.new_event_loop()
