@@ -13,7 +13,7 @@ KERNEL_NAMES = {"cutoff": "cut-off", "gaussian": "Gaussian"}
 
 def counted(n: int, noun: str) -> str:
     """A count and its noun, plural unless one: "1 point", "2,300 points"."""
-    return f"{n:,} {noun}{'s' * (n != 1)}"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"  # (not 's' * (n != 1): a NumPy count's comparison is no int)
 
 
 def column_decimals(values, digits: int = 4, smallest_digits: int = 2, most: int = 6) -> int | None:

@@ -7,6 +7,7 @@ import contextvars
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -332,6 +333,11 @@ def test_a_view_toggle_ticked_and_unticked_before_it_is_applied_ends_as_the_box_
         assert (getattr(page.session, name), box.value) == (True, True)
         box.value = True  # the value in use: nothing asked for
         assert queued == []
+
+
+def test_the_sweep_says_its_plateaus(page):
+    page.session.run_sweep()
+    assert re.match(r"\*\*Swept 32 dc values\.\*\* Plateaus \(stable choices\): dc .* \(\d+ clusters?\)", page.sweep_note.object)
 
 
 def test_two_kernels_clicked_in_quick_succession_end_on_the_second(page, queued):

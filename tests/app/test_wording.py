@@ -7,6 +7,8 @@ from dpstudio.engine.notation import short
 
 def test_a_count_of_one_takes_the_singular():
     assert [counted(n, "point") for n in (0, 1, 2, 2300)] == ["0 points", "1 point", "2 points", "2,300 points"]
+    # a count read from an array (the sweep's plateaus): "'s' * (n != 1)" failed on it, and so the sweep
+    assert [counted(n, "cluster") for n in np.array([1, 12])] == ["1 cluster", "12 clusters"]
 
 
 def test_numbers_are_written_as_the_plots_ticks_write_them():
