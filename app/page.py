@@ -71,8 +71,16 @@ ADDRESS_FOLLOWS = ("const query = cb_obj.value.slice(cb_obj.value.indexOf(' ') +
 EMPTY_THE_UPLOAD_BOX = """
 const root = Bokeh.index.find_one(box)?.shadow_el.querySelector('.filepond--root');
 const pond = root && window.FilePond.find(root);
-for (const file of pond ? pond.getFiles() : [])
-  if (file.status === window.FilePond.FileStatus.PROCESSING_COMPLETE) pond.removeFile(file.id);
+const name = cb_obj.value.slice(cb_obj.value.indexOf(' ') + 1);
+const {PROCESSING, PROCESSING_COMPLETE} = window.FilePond.FileStatus;
+for (const file of pond ? pond.getFiles() : []) {
+  if (file.filename !== name) continue;  // a file sent since, still on its way, say
+  if (file.status === PROCESSING_COMPLETE) pond.removeFile(file.id);
+  else if (file.status === PROCESSING) {  // sent whole, but FilePond says so only once its ring has filled (about 1 s)
+    const sent = (error, done) => { if (done.id === file.id) { pond.off('processfile', sent); pond.removeFile(file.id); } };
+    pond.on('processfile', sent);
+  }
+}
 """
 COLOUR_NAMES = {"clusters": "clusters", "ground truth": "truth"}
 CLICK_MODES = {"Click explains a point": "explain", "Click adds a point": "add"}
@@ -146,7 +154,7 @@ class StudioPage:
         self._asked = {"kernel": self.session.kernel, "show_halo": False, "log_axes": False}
         self._centers_counted: int | None = None  # the count of centers the number-of-clusters box was last given
         self._your_file = None if initial.key.startswith("sample:") else initial  # the last uploaded or served file
-        self._box_lists_file = False  # the upload box lists a file sent (the one shown, or one refused since)
+        self._box_lists: str | None = None  # the name of the file the upload box lists: the one shown, or one refused since
         self.plots = SessionPlots(self.studio, on_render=self._show_status)
         self.dbscan_plots, self.tree_plot = DBSCANPlots(self.studio.dbscan), TreePlot(self.studio.hdbscan)
         self.sweep_plot = SweepPlot(self.session)
@@ -177,7 +185,8 @@ class StudioPage:
         # refused them; the server names what it reads instead (read_upload)
         self.upload = pn.widgets.FileDropper(chunk_size=UPLOAD_CHUNK, max_file_size=f"{self.settings.max_upload_bytes // 2**10}KB",
                                              stylesheets=[SENT_FILE_CSS])  # fmt: skip
-        self.upload_emptied = pn.widgets.IntInput(value=0, visible=False)  # counts the times the box was emptied
+        # "N name": the N-th time the box is to let go of the file it lists, by name
+        self.upload_emptied = pn.widgets.TextInput(visible=False)
         self.upload_emptied.jscallback(value=EMPTY_THE_UPLOAD_BOX, args={"box": self.upload})
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT (gzipped too: .csv.gz), Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
@@ -791,6 +800,7 @@ class StudioPage:
         self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
 
     def _load_upload(self, filename: str, content: bytes | str, progress=None) -> None:
+        self._box_lists = filename  # (until another data set is shown)
         try:
             if isinstance(content, str):  # FileDropper decodes text files that are valid UTF-8
                 content = content.encode()
@@ -802,7 +812,6 @@ class StudioPage:
             self.upload.css_classes = []  # (a refused file sent just before it marked this one)
         except Exception:
             self.upload.css_classes = ["dp-refused"]  # the file's box said "Sent" beside the alert that refused it
-            self._box_lists_file = True  # (until another data set is shown)
             raise
 
     def _set_features(self, columns: list[str], standardize: bool, progress=None) -> None:
@@ -829,9 +838,9 @@ class StudioPage:
                                     f"{counted(len(points.columns), 'feature')}{scaled}{dropped}{notes}")  # fmt: skip
         self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
         from_file = self._your_file is not None and dataset.original is self._your_file
-        if self._box_lists_file and not from_file:  # the file it lists is shown no longer
-            self.upload_emptied.value += 1
-        self._box_lists_file = from_file
+        if self._box_lists is not None and not from_file:  # the file it lists is shown no longer
+            times = int(self.upload_emptied.value.partition(" ")[0] or 0) + 1
+            self.upload_emptied.value, self._box_lists = f"{times} {self._box_lists}", None
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []
         self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._choice(dataset))

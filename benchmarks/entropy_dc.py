@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.datasets import make_blobs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dpstudio.engine import IndexedPoints, entropy  # noqa: E402
+from dpstudio.engine import IndexedPoints  # noqa: E402
 
 
 def timed(function):
