@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 import panel as pn
 from bokeh.document import Document
+from bokeh.server.server import Server
 from holoviews.plotting.bokeh import BokehRenderer
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError
@@ -19,7 +20,7 @@ from tornado.websocket import WebSocketClosedError
 from dpstudio import sample_data
 from dpstudio.engine import DensityPeaks
 
-from .datasets import Dataset, DatasetCache
+from .datasets import DatasetCache
 from .document import (
     callbacks_from_threads_never_held,
     checkbox_labels_clickable,
@@ -27,6 +28,7 @@ from .document import (
     tabs_by_keyboard,
     walks_only_when_changed,
 )
+from .made_ahead import PAGE_MADE_AHEAD, SpareSession, hand_out_sessions_made_ahead, initial_dataset
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plot_frame import PLOT_SIZE
 from .plots import shade_categories, start_shading_threads
@@ -41,87 +43,34 @@ FOCUS_VISIBLE = """
 }
 """
 WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
-SPARE_AFTER_S = 3.0  # a page is made ahead this long after one is taken (once that one has opened), then checked as often
 LOG_RETRY_S = 0.5  # how soon the count of pages alive after a session's end is tried again while a page opens
 GC_YOUNG_THRESHOLD = 10_000  # allocations between the collector's young collections (Python's default: 700)
 OPEN_PAGES: weakref.WeakSet[StudioPage] = weakref.WeakSet()  # to show in the log that closed sessions are freed
 
 
-def initial_dataset(cache: DatasetCache, settings: PageSettings, cached_only: bool = False) -> Dataset | None:
-    """The data a new session opens on: the file given on the command line, else the default sample (None where
-    ``cached_only`` and the cache does not hold it)."""
-    if settings.initial_path:
-        return cache.file(settings.initial_path, cached_only=cached_only)
-    return cache.sample(sample_data.DEFAULT, cached_only=cached_only)
-
-
-class SparePage:
-    """The next visitor's page, made ahead on the event loop: a page's Python objects took 0.15-0.25 s of the
-    server's 0.9-1.0 s answer to a new visitor (its Bokeh models belong to the visitor's document, and cannot be
-    made ahead). Made on the initial data set while the cache holds it, while no page is opening and no work holds
-    that data set's index (the loop never waits for either); dropped once the cache no longer holds its data set
-    (so it never keeps one the cache let go), or where a visitor's initial data set is another one (a served file
-    rewritten since)."""
-
-    def __init__(self, cache: DatasetCache, settings: PageSettings):
-        self.cache, self.settings = cache, settings
-        self._page: StudioPage | None = None
-        self._next = None  # the event loop's handle of the next try to make a page or check the one made
-
-    def take(self) -> StudioPage:
-        """A page for a new session (on the event loop); another is made ahead for the next."""
-        dataset = initial_dataset(self.cache, self.settings)
-        page, self._page = self._page, None
-        if page is not None and page.studio.dataset is not dataset:
-            page.close()
-            page = None
-        self.later()
-        return page or StudioPage(self.cache, self.settings, dataset)
-
-    def later(self) -> None:
-        """Make a page (or check the one made) in SPARE_AFTER_S, unless that is planned already."""
-        if self._next is None:
-            # in a context of its own: the session's that asks (its document, Panel's current one) is none of the page's
-            self._next = IOLoop.current().call_later(SPARE_AFTER_S, contextvars.Context().run, self._tend)
-
-    def _tend(self) -> None:
-        self._next = None
-        if self._page is not None:
-            if self.cache.holds(self._page.studio.dataset):
-                self.later()
-                return
-            self._page.close()
-            self._page = None
-        dataset = initial_dataset(self.cache, self.settings, cached_only=True)
-        if dataset is None:  # the next visitor reads it again, and a page is made ahead after that
-            return
-        if PAGES_OPENING.any():  # its making would hold up their answers: later
-            self.later()
-            return
-        with dataset.indexed.unless_busy() as free:
-            if free:
-                self._page = StudioPage(self.cache, self.settings, dataset)
-        self.later()  # to check it, or to try again once the work on the index is done
-
-
-def make_app(spare: SparePage):
-    """The Panel app factory: a fresh page per session (made ahead: ``spare``); its arrays are dropped when the
-    browser goes away."""
+def make_app(spare: SpareSession):
+    """The Panel app factory: a session's page, made ahead (``spare``) or, where none was, now; its arrays are
+    dropped when the browser goes away."""
 
     def app():
-        document = pn.state.curdoc
-        PAGES_OPENING.opening(document)  # until its browser has drawn it: other sessions' loads wait meanwhile
+        document, page = pn.state.curdoc, PAGE_MADE_AHEAD.get()
+        made_now = page is None
+        if made_now:
+            PAGES_OPENING.opening(document)  # until its browser has drawn it: other sessions' loads wait meanwhile
         try:
             callbacks_from_threads_never_held(document)
             walks_only_when_changed(document)
             lasso_started_outside_the_frame_ignored(document)
             checkbox_labels_clickable(document)
             tabs_by_keyboard(document)
-            page = spare.take()
+            if made_now:
+                page = StudioPage(spare.cache, spare.settings, initial_dataset(spare.cache, spare.settings))
         except BaseException:  # no page for it (a served file gone, say): it holds no work back
             PAGES_OPENING.opened(document)
             raise
-        OPEN_PAGES.add(page)
+        if made_now:
+            OPEN_PAGES.add(page)
+            log.info("session opened; its page made as it asked")
         document.title = "dpstudio"
 
         def ended(context) -> None:
@@ -129,20 +78,35 @@ def make_app(spare: SparePage):
             session_ended(page)
 
         pn.state.on_session_destroyed(ended)
-        query = {name: [v.decode(errors="replace") for v in values] for name, values in (pn.state.session_args or {}).items()}
         # once the page is in the browser: a worker thread's changes while Panel is still making the page's models
-        # are lost (a URL's DBSCAN shown with DPC's controls and plots)
-        pn.state.onload(partial(page.open_query, query))
+        # are lost (a URL's DBSCAN shown with DPC's controls and plots); and a session made ahead has its
+        # visitor's request (the query) only once handed out
+        pn.state.onload(partial(open_query, page))
         pn.state.onload(lambda: IOLoop.current().call_later(SETTLED_AFTER_S, PAGES_OPENING.opened, document))
         return page.layout
 
     return app
 
 
+def open_query(page: StudioPage) -> None:
+    """Show what the session's address asks for (a sample, a method, its parameters)."""
+    arguments = pn.state.session_args or {}
+    page.open_query({name: [v.decode(errors="replace") for v in values] for name, values in arguments.items()})
+
+
+def handed_out(document: Document, page: StudioPage) -> None:
+    """A session made ahead is a visitor's now."""
+    PAGES_OPENING.opening(document)  # until its browser has drawn it: other sessions' loads wait meanwhile
+    OPEN_PAGES.add(page)
+    log.info("session opened; its page made ahead")
+
+
 def session_ended(page: StudioPage) -> None:
-    """Drop the page's arrays now, and say in the log how many pages are still alive once Bokeh has let go."""
+    """Drop the page's arrays now, and, for a visitor's page, say in the log how many pages are still alive once
+    Bokeh has let go (a session made ahead and dropped was nobody's)."""
     page.close()
-    IOLoop.current().call_later(1.0, log_open_pages)
+    if page in OPEN_PAGES:
+        IOLoop.current().call_later(1.0, log_open_pages)
 
 
 def log_open_pages() -> None:
@@ -244,6 +208,22 @@ def free_port(address: str) -> int:
         return probe.getsockname()[1]
 
 
+def app_server(cache: DatasetCache, settings: PageSettings, *, port: int, address: str = "localhost", show: bool = False,
+               num_procs: int = 1, allow_websocket_origin: list[str] | None = None) -> tuple[Server, SpareSession]:  # fmt: skip
+    """The app's Panel server, not started, and the next visitor's session it makes ahead (the first soon after its
+    loop starts, in each process of ``num_procs``)."""
+    spare = SpareSession(cache, settings, handed_out)
+    hand_out_sessions_made_ahead(spare)
+    server = pn.serve(
+        {"/": make_app(spare)}, port=port, address=address, show=show, title="dpstudio", start=False, verbose=False,
+        num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
+        allow_websocket_origin=allow_websocket_origin,
+    )  # fmt: skip
+    # Bokeh's application for the page's path, as Panel itself reads it
+    server.io_loop.add_callback(spare.start, server._tornado.applications["/"])
+    return server, spare
+
+
 def serve(
     path: str | None = None, *, port: int = 5006, address: str = "localhost", show: bool = True,
     max_upload_mb: float = 200, cache_size: int = 4, backend: str = "auto", num_procs: int = 1, dc_percent: float = 2.0,
@@ -255,7 +235,6 @@ def serve(
     log.setLevel(logging.INFO)
     settings = PageSettings(max_upload_bytes=int(max_upload_mb * 2**20), initial_path=path, dc_percent=dc_percent)
     cache = DatasetCache(cache_size, backend)
-    spare = SparePage(cache, settings)
     pn.extension(notifications=False, raw_css=[FOCUS_VISIBLE])
     # The plots draw an image and at most a few thousand glyphs, where WebGL gains nothing; and in a browser
     # without a GPU (software GL) every repaint of a WebGL plot copies its whole GL canvas: 50 ms a plot
@@ -275,15 +254,11 @@ def serve(
     # collector ran about 70 young and 6 middle collections per load, and a full one every other load (up to 0.17 s
     # with nine sessions open, on the page's critical path); pages freed at a session's end are collected there
     gc.set_threshold(GC_YOUNG_THRESHOLD)
-    server = pn.serve(
-        {"/": make_app(spare)}, port=port, address=address, show=show, title="dpstudio", start=False,
-        verbose=False, num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
-        allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)),
-    )  # fmt: skip
+    server, _ = app_server(cache, settings, port=port, address=address, show=show, num_procs=num_procs,
+                           allow_websocket_origin=websocket_origins(address, port, list(allow_websocket_origin)))  # fmt: skip
     start_shading_threads()  # in each process, at the main thread's priority
     browsers_leaving_logged_quietly(server.io_loop.asyncio_loop)  # each process's own loop
     busy_cleanup_outside_sessions(server.io_loop.asyncio_loop)
-    server.io_loop.add_callback(spare.later)  # each process's own first page made ahead, for its first visitor
     print(f"dpstudio: serving http://{host}:{port}/ (Ctrl+C stops)", flush=True)
     server.start()
     server.io_loop.start()

@@ -5,6 +5,7 @@ import asyncio
 import contextvars
 import gc
 import logging
+import re
 import socket
 import threading
 import weakref
@@ -15,14 +16,17 @@ from bokeh.document import Document
 from bokeh.document.events import SessionCallbackAdded
 from bokeh.document.models import DocumentModelManager
 from bokeh.models import Column, Div
+from bokeh.server.urls import per_app_patterns
+from bokeh.util.token import get_session_id, get_token_payload
+from panel.io.state import set_curdoc
+from tornado.httpclient import AsyncHTTPClient
 from tornado.websocket import WebSocketClosedError
 
-from dpstudio.app import priority
+from dpstudio.app import made_ahead, priority
 from dpstudio.app import serve as serve_module
 from dpstudio.app.document import callbacks_from_threads_never_held, walks_only_when_changed
 from dpstudio.app.page import PageSettings, StudioPage
-from dpstudio.app.serve import (SparePage, browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port,
-                                 websocket_origins)
+from dpstudio.app.serve import browsers_leaving_logged_quietly, busy_cleanup_outside_sessions, free_port, websocket_origins
 
 from .threads import in_a_thread
 
@@ -233,43 +237,116 @@ def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, m
     assert freed == [started_before_sessions]
 
 
-def test_the_page_made_ahead_waits_for_pages_opening_and_for_work_on_its_index_and_goes_with_its_data_set(cache, monkeypatch):
-    """The next visitor's page is made on the event loop after the last was taken (in no session's context), once
-    no page is opening and no other thread holds the initial data set's index; two visitors in quick succession
-    plan one page. It is dropped once the cache drops its data set, and none is made while the cache lacks it; a
-    visitor whose initial data set is another object than the page's gets a fresh page."""
+@pytest.fixture
+def serving(cache, monkeypatch):
+    """``run(scenario)``: the app's server as ``dpstudio serve`` makes it (``app_server``), in this process on an event
+    loop of its own, on the blobs sample, sessions made ahead 0.05 s after one is taken; ``scenario(server, spare, url)`` is awaited on
+    that loop. Bokeh's routes and the handler's spare are put back after the test."""
     pn.extension(notifications=False)
-    monkeypatch.setattr(serve_module, "SPARE_AFTER_S", 0.05)
-    settings = PageSettings()
-    spare = SparePage(cache, settings)
-    made_in = []
-    monkeypatch.setattr(serve_module, "StudioPage", lambda *args: made_in.append(pn.state.curdoc) or StudioPage(*args))
-    other_session, pages = object(), []
+    monkeypatch.setattr(made_ahead, "SPARE_AFTER_S", 0.05)
+    monkeypatch.setattr(made_ahead.MadeAheadDocHandler, "spare", None)
+    routes = list(per_app_patterns)
 
-    async def sessions():
-        pn.state.curdoc = Document()  # the session asking (its context is copied into callbacks it schedules)
-        pages.append(spare.take())  # none made yet: made now
-        priority.PAGES_OPENING.opening(other_session)
-        await asyncio.sleep(0.3)
-        assert spare._page is None  # not while a page opens
-        priority.PAGES_OPENING.opened(other_session)
-        await asyncio.sleep(0.3)
-        made_ahead = spare._page
-        assert made_ahead is not None and made_in[1] is None  # in no session's context
-        pages.append(spare.take())
-        assert pages[-1] is made_ahead
-        pages.extend([spare.take(), spare.take()])  # the second before any page is made ahead: both made now
-        await asyncio.sleep(0.3)
-        assert spare._page is not None and len(made_in) == 5  # the first, one made ahead (taken), two, one made ahead
-        dropped = spare._page
+    def run(scenario) -> None:
+        cache.sample("blobs")  # as the server's warm-up reads it
+
+        async def served():
+            port = free_port("localhost")
+            server, spare = serve_module.app_server(cache, PageSettings(), port=port)
+            server.start()
+            try:
+                await scenario(server, spare, f"http://localhost:{port}/")
+            finally:
+                server.stop()
+                for session in server.get_sessions():  # (no browser joins them: they would hold others back 3 s)
+                    priority.PAGES_OPENING.opened(session.document)
+                    session.destroy()
+                if spare._next is not None:
+                    spare._next.cancel()
+
+        in_a_thread(asyncio.run, served())
+
+    yield run
+    per_app_patterns[:] = routes
+
+
+async def until(condition, seconds: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "not within the time given"
+        await asyncio.sleep(0.02)
+
+
+async def session_answering(url: str) -> tuple[str, dict]:
+    """The id of the session a page's first request was answered with, and its token's payload."""
+    html = (await AsyncHTTPClient().fetch(url)).body.decode()
+    token = re.search(r'"token":"([^"]+)"', html).group(1)
+    return get_session_id(token), get_token_payload(token)
+
+
+def test_a_visitor_is_handed_the_session_made_ahead_with_the_visitors_own_request(serving, monkeypatch, caplog):
+    """The next visitor's session is made whole (page and Bokeh models) before the visitor asks, in no session's
+    context, and handed to the next page request as it is, with that request's token and arguments (its query,
+    which the page opens once its browser is ready); it opens from then, counts as a visitor's page, and stays
+    until its browser joins it or HANDED_OUT_HELD_S have passed. A request that asks Panel for a theme gets a
+    session made for it."""
+    monkeypatch.setattr(made_ahead, "HANDED_OUT_HELD_S", 0.3)
+    made_in = []
+    monkeypatch.setattr(made_ahead, "StudioPage", lambda *args: made_in.append(pn.state.curdoc) or StudioPage(*args))
+
+    async def visits(server, spare, url):
+        await until(lambda: spare._session is not None)
+        made, page = spare._session, spare._page
+        assert made_in == [None] and made.expiration_blocked  # (else Bokeh ends it 15 s after its making)
+        assert page not in serve_module.OPEN_PAGES and not priority.PAGES_OPENING.any()
+        session_id, payload = await session_answering(url + "?sample=moons&dc=0.5")
+        assert session_id == made.id and spare._session is None
+        asked = {"sample": [b"moons"], "dc": [b"0.5"]}
+        assert made.document.session_context.request.arguments == asked and payload["arguments"] == asked
+        with set_curdoc(made.document):
+            assert pn.state.session_args == asked  # what the page opens at its browser's "ready"
+        assert priority.PAGES_OPENING.any() and page in serve_module.OPEN_PAGES
+        assert made.expiration_blocked
+        await asyncio.sleep(0.4)  # no browser joined it
+        assert not made.expiration_blocked
+        priority.PAGES_OPENING.opened(made.document)
+        await until(lambda: spare._session is not None)  # the next one
+        following = spare._session
+        themed, _ = await session_answering(url + "?theme=dark")
+        assert themed not in (made.id, following.id) and spare._session is following
+
+    with caplog.at_level("INFO", logger="dpstudio"):
+        serving(visits)
+    opened = [record.getMessage() for record in caplog.records if record.getMessage().startswith("session opened")]
+    assert opened == ["session opened; its page made ahead", "session opened; its page made as it asked"]
+
+
+def test_the_session_made_ahead_waits_for_pages_opening_and_for_work_on_its_index_and_goes_with_its_data_set(serving, cache, monkeypatch):
+    """None is made while a page opens or while another thread holds the initial data set's index (the loop
+    never waits for either); the one made is dropped once the cache drops its data set (its page closed, Bokeh
+    asked to end it), and none is made while the cache lacks it; a visitor whose initial data set is another
+    object than the one made on (a served file rewritten since) gets a session made for it."""
+
+    async def visits(server, spare, url):
+        await until(lambda: spare._session is not None)
+        dropped, dropped_page = spare._session, spare._page
         cache._datasets.clear()  # the cache drops the sample
+        await until(lambda: spare._session is None)
+        assert dropped_page.closed and dropped.expiration_requested and not dropped.expiration_blocked
         await asyncio.sleep(0.3)
-        assert dropped.closed and spare._page is None and len(made_in) == 5  # and none made while nothing is cached
-        pages.append(spare.take())  # the sample read again
+        assert spare._session is None  # none made while nothing is cached
+        other = object()
+        priority.PAGES_OPENING.opening(other)
+        await session_answering(url)  # the sample read again, for a session made now
+        await asyncio.sleep(0.3)
+        assert spare._session is None  # not while a page opens
+        priority.PAGES_OPENING.opened(other)
+        for session in server.get_sessions():  # (no browser joins them)
+            priority.PAGES_OPENING.opened(session.document)
         holding, release = threading.Event(), threading.Event()
 
         def hold_the_index():  # as another session's build does
-            with pages[-1].studio.dataset.indexed._lock:
+            with cache.sample("blobs").indexed._lock:
                 holding.set()
                 release.wait(10)
 
@@ -277,33 +354,25 @@ def test_the_page_made_ahead_waits_for_pages_opening_and_for_work_on_its_index_a
         busy.start()
         holding.wait(5)
         await asyncio.sleep(0.3)
-        assert spare._page is None  # not while work holds the index: the loop would wait for it
+        assert spare._session is None  # not while work holds the index: the loop would wait for it
         release.set()
         busy.join(5)
-        await asyncio.sleep(0.3)
-        assert spare._page is not None and spare._page.studio.dataset is pages[-1].studio.dataset
-        stale = spare._page
+        await until(lambda: spare._session is not None)
+        stale, stale_page = spare._session, spare._page
         monkeypatch.setattr(cache, "holds", lambda dataset: True)  # the check of its data set not yet run
         cache._datasets.clear()
-        pages.append(spare.take())  # another object than the page's: a fresh page
-        assert stale.closed and pages[-1] is not stale and len(made_in) == 8
-        spare._next.cancel()
+        session_id, _ = await session_answering(url)  # another object than the page's: a session made now
+        assert session_id != stale.id and stale_page.closed and stale.expiration_requested
 
-    try:
-        in_a_thread(asyncio.run, sessions())
-    finally:
-        for page in pages + [spare._page]:
-            if page is not None:
-                page.close()
+    serving(visits)
 
 
 def test_a_session_holds_other_sessions_work_back_from_its_first_request_until_its_page_has_opened(cache, monkeypatch):
-    """``make_app``'s page: opening from the session's start, opened once its browser says it is ready (plus the
-    settling time), or when the session ends first, or when no page could be made for it."""
+    """``make_app``'s page made as the visitor asks: opening from the session's start, opened once its browser says
+    it is ready (plus the settling time), or when the session ends first, or when no page could be made for it."""
     pn.extension(notifications=False)
     monkeypatch.setattr(serve_module, "SETTLED_AFTER_S", 0.1)
-    monkeypatch.setattr(serve_module, "SPARE_AFTER_S", 60)
-    spare = SparePage(cache, PageSettings())
+    spare = made_ahead.SpareSession(cache, PageSettings(), serve_module.handed_out)  # (not started: makes none)
     loaded, ended = [], []
     monkeypatch.setattr(pn.state, "onload", loaded.append)
     monkeypatch.setattr(pn.state, "on_session_destroyed", ended.append)
@@ -323,14 +392,30 @@ def test_a_session_holds_other_sessions_work_back_from_its_first_request_until_i
         assert priority.PAGES_OPENING.any()
         ended[-1](None)  # the browser left before the page was drawn
         assert not priority.PAGES_OPENING.any()
-        monkeypatch.setattr(spare, "take", lambda: 1 / 0)
+        monkeypatch.setattr(serve_module, "StudioPage", lambda *args: 1 / 0)
         pn.state.curdoc = Document()
         with pytest.raises(ZeroDivisionError):
             app()
         assert not priority.PAGES_OPENING.any()
-        spare._next.cancel()
 
     in_a_thread(asyncio.run, sessions())
+
+
+def test_only_a_visitors_session_is_logged_as_ended(cache, monkeypatch, caplog):
+    """A session made ahead and dropped, which Bokeh ends later, was nobody's: its end is not logged."""
+    monkeypatch.setattr(serve_module, "log_open_pages", lambda: serve_module.log.info("session ended"))
+    pn.extension(notifications=False)
+    spare, visitors = (StudioPage(cache, PageSettings(), cache.sample("blobs")) for _ in range(2))
+    serve_module.OPEN_PAGES.add(visitors)
+
+    async def sessions_end():
+        serve_module.session_ended(spare)
+        serve_module.session_ended(visitors)
+        await asyncio.sleep(1.2)
+
+    with caplog.at_level("INFO", logger="dpstudio"):
+        in_a_thread(asyncio.run, sessions_end())
+    assert spare.closed and visitors.closed and caplog.messages == ["session ended"]
 
 
 def test_the_count_of_pages_alive_waits_for_pages_opening(monkeypatch, caplog):

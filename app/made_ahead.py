@@ -1,0 +1,195 @@
+"""The next visitor's session made ahead, whole: its page, and its Bokeh document with the page's models.
+
+A page load waited for the server to make the session (the page's Python objects 0.2 s, its Bokeh models 0.5 s, of
+which the three plots half) before the page's HTML left, and the browser fetched and ran its scripts only after
+that. A session made ahead is handed to the next visitor's first request as it is: its HTML leaves at once, and
+the browser pulls the document already made."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Callable
+from typing import ClassVar
+
+import bokeh.server.contexts
+import panel as pn
+from bokeh.document import Document
+from bokeh.server.contexts import ApplicationContext
+from bokeh.server.session import ServerSession
+from bokeh.server.urls import per_app_patterns
+from bokeh.settings import settings as bokeh_settings
+from bokeh.util.token import generate_jwt_token, generate_session_id
+from panel.io.server import DocHandler
+from panel.io.state import set_curdoc
+from tornado.httputil import HTTPServerRequest, RequestStartLine
+from tornado.ioloop import IOLoop
+
+from dpstudio import sample_data
+
+from .datasets import Dataset, DatasetCache
+from .page import PageSettings, StudioPage
+from .priority import PAGES_OPENING
+
+log = logging.getLogger("dpstudio")
+SPARE_AFTER_S = 3.0  # a session is made ahead this long after one is taken (once no page opens), then checked as often
+# a session handed out stays until its browser says it is ready, or this long: Bokeh ends a session no browser
+# has joined 15 s after it was made, which for one made ahead may be any moment after it is handed out
+HANDED_OUT_HELD_S = 60.0
+# the page of the session being made ahead, for the app's factory: set in the making's own task (no visitor's)
+PAGE_MADE_AHEAD: contextvars.ContextVar[StudioPage | None] = contextvars.ContextVar("page_made_ahead", default=None)
+
+
+def initial_dataset(cache: DatasetCache, settings: PageSettings, cached_only: bool = False) -> Dataset | None:
+    """The data a new session opens on: the file given on the command line, else the default sample (None where
+    ``cached_only`` and the cache does not hold it)."""
+    if settings.initial_path:
+        return cache.file(settings.initial_path, cached_only=cached_only)
+    return cache.sample(sample_data.DEFAULT, cached_only=cached_only)
+
+
+class SpareSession:
+    """The next visitor's session, made on the event loop on the initial data set while the cache holds it, while
+    no page is opening and no work holds that data set's index (the loop never waits for either); dropped once
+    the cache no longer holds its data set (so it never keeps one the cache let go), or where a visitor's initial
+    data set is another one (a served file rewritten since). ``start`` it with the server's application;
+    ``handed_out(document, page)`` is called as a visitor is given one."""
+
+    def __init__(self, cache: DatasetCache, settings: PageSettings, handed_out: Callable[[Document, StudioPage], None]):
+        self.cache, self.settings, self.handed_out = cache, settings, handed_out
+        self._application: ApplicationContext | None = None
+        self._session: ServerSession | None = None
+        self._page: StudioPage | None = None  # the session's
+        self._next = None  # the event loop's handle of the next try to make a session or check the one made
+        self._making: asyncio.Future | None = None
+
+    def start(self, application: ApplicationContext) -> None:
+        """Make sessions ahead for ``application`` (Bokeh's, of the app's path), the first one soon."""
+        self._application = application
+        self.later()
+
+    def take(self) -> tuple[ServerSession, StudioPage] | None:
+        """The session made ahead and its page, for a new visitor (on the event loop), or None where there is
+        none to give; another is made ahead for the next visitor."""
+        self.later()
+        session, page = self._session, self._page
+        self._session = self._page = None
+        if session is None:
+            return None
+        if page.studio.dataset is not initial_dataset(self.cache, self.settings):
+            _drop(session, page)
+            return None
+        return session, page
+
+    def later(self) -> None:
+        """Make a session (or check the one made) in SPARE_AFTER_S, unless that is planned already."""
+        if self._next is None and self._application is not None:
+            # in a context of its own: the session that asked (its document, Panel's current one) is none of the next's
+            self._next = IOLoop.current().call_later(SPARE_AFTER_S, contextvars.Context().run, self._tend)
+
+    def _tend(self) -> None:
+        self._next = None
+        if self._making is not None:  # awaiting Bokeh's hooks: checked after it
+            return
+        if self._session is not None:
+            if self.cache.holds(self._page.studio.dataset):
+                self.later()
+                return
+            _drop(self._session, self._page)
+            self._session = self._page = None
+        dataset = initial_dataset(self.cache, self.settings, cached_only=True)
+        if dataset is None:  # the next visitor reads it again, and a session is made ahead after that
+            return
+        if PAGES_OPENING.any():  # its making would hold up their answers: later
+            self.later()
+            return
+        with dataset.indexed.unless_busy() as free:
+            if free:
+                page = StudioPage(self.cache, self.settings, dataset)
+        if not free:
+            self.later()  # once the work on the index is done
+            return
+        self._making = asyncio.ensure_future(self._make(page))
+
+    async def _make(self, page: StudioPage) -> None:
+        PAGE_MADE_AHEAD.set(page)  # (this task's own context)
+        session_id = generate_session_id(secret_key=bokeh_settings.secret_key_bytes(), signed=bokeh_settings.sign_sessions())
+        # a request for the page's address with no arguments, until a visitor's is handed the session: Panel reads
+        # one as it makes a session's models (the theme a query may ask for)
+        request = HTTPServerRequest(start_line=RequestStartLine("GET", "/", "HTTP/1.0"))
+        try:
+            session = await self._application.create_session_if_needed(session_id, request)
+        except Exception:  # the next visitor's session is made as the visitor asks, and says what fails
+            log.exception("the next visitor's session could not be made ahead")
+            page.close()
+            return
+        finally:
+            self._making = None
+            self.later()
+        session.block_expiration()  # no browser has joined it: Bokeh would end it 15 s after its making
+        self._session, self._page = session, page
+
+
+def _drop(session: ServerSession, page: StudioPage) -> None:
+    """Let Bokeh end a session made ahead at its next check of the sessions; its page's arrays go now."""
+    page.close()
+    session.unblock_expiration()
+    session.request_expiration()
+
+
+class MadeAheadDocHandler(DocHandler):
+    """Panel's handler of a page's first request, which hands a new visitor the session made ahead where there is
+    one (``spare``), and has one made the way Bokeh does where there is none, or where the request asks for more."""
+
+    spare: ClassVar[SpareSession | None] = None
+
+    async def get_session(self) -> ServerSession:
+        # a link may name a session (its id or token), or ask Panel for a theme, which a session's models are made in
+        arguments, headers = self.request.arguments, self.request.headers
+        asks = {"bokeh-token", "bokeh-session-id", "theme"} & set(arguments) or "Bokeh-Session-Id" in headers
+        spare = None if asks or self.spare is None else self.spare.take()
+        if spare is None:
+            return await super().get_session()
+        session, page = spare
+        self._hand_over(session)
+        self.spare.handed_out(session.document, page)
+        # Bokeh may end it once this holds it no more: at once if its browser has not joined it by then
+        release = _once(session.unblock_expiration)
+        IOLoop.current().call_later(HANDED_OUT_HELD_S, release)
+        with set_curdoc(session.document):
+            pn.state.onload(release)
+        return session
+
+    def _hand_over(self, session: ServerSession) -> None:
+        """Give the session this request's token, cookies, headers and arguments: what Bokeh's
+        ``ApplicationContext.create_session_if_needed`` sets from the request it makes a session for (Panel's
+        ``generate_session`` sets them likewise)."""
+        app = self.application
+        payload = self._generate_token_payload()  # Panel's: the request's headers, cookies and arguments
+        token = generate_jwt_token(session.id, secret_key=app.secret_key, signed=app.sign_sessions,
+                                   expiration=app.session_token_expiration, extra_payload=payload)  # fmt: skip
+        context = session.document.session_context
+        context._request = bokeh.server.contexts._RequestProxy(
+            self.request, arguments=payload["arguments"], cookies=payload["cookies"], headers=payload["headers"]
+        )
+        context._token = session._token = token
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    done = []
+
+    def once() -> None:
+        if not done:
+            done.append(True)
+            action()
+
+    return once
+
+
+def hand_out_sessions_made_ahead(spare: SpareSession) -> None:
+    """Serve a page's first request with ``MadeAheadDocHandler`` (before the server is made): Panel puts its own
+    ``DocHandler`` in Bokeh's routes the same way."""
+    MadeAheadDocHandler.spare = spare
+    per_app_patterns[:] = [(route, MadeAheadDocHandler if handler is DocHandler else handler)
+                           for route, handler in per_app_patterns]  # fmt: skip
