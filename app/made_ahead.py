@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -21,7 +22,7 @@ from bokeh.server.session import ServerSession
 from bokeh.server.urls import per_app_patterns
 from bokeh.settings import settings as bokeh_settings
 from bokeh.util.token import generate_jwt_token, generate_session_id
-from panel.io.server import DocHandler
+from panel.io.server import DocHandler, WSHandler
 from panel.io.state import set_curdoc
 from tornado.httputil import HTTPServerRequest, RequestStartLine
 from tornado.ioloop import IOLoop
@@ -33,7 +34,10 @@ from .page import PageSettings, StudioPage
 from .priority import PAGES_OPENING
 
 log = logging.getLogger("dpstudio")
-SPARE_AFTER_S = 3.0  # a session is made ahead this long after one is taken (once no page opens), then checked as often
+SPARE_CHECK_S = 0.5  # how often the next visitor's session is looked after: made when it may be, checked once made
+# its making holds the event loop for 0.5-1 s, and a gesture meanwhile waits for it: made only once no browser has
+# sent anything (a gesture, the mouse over a plot, a page's sizes) for this long
+QUIET_FOR_S = 1.0
 # a session handed out stays until its browser says it is ready, or this long: Bokeh ends a session no browser
 # has joined 15 s after it was made, which for one made ahead may be any moment after it is handed out
 HANDED_OUT_HELD_S = 60.0
@@ -83,10 +87,10 @@ class SpareSession:
         return session, page
 
     def later(self) -> None:
-        """Make a session (or check the one made) in SPARE_AFTER_S, unless that is planned already."""
+        """Make a session (or check the one made) in SPARE_CHECK_S, unless that is planned already."""
         if self._next is None and self._application is not None:
             # in a context of its own: the session that asked (its document, Panel's current one) is none of the next's
-            self._next = IOLoop.current().call_later(SPARE_AFTER_S, contextvars.Context().run, self._tend)
+            self._next = IOLoop.current().call_later(SPARE_CHECK_S, contextvars.Context().run, self._tend)
 
     def _tend(self) -> None:
         self._next = None
@@ -101,7 +105,7 @@ class SpareSession:
         dataset = initial_dataset(self.cache, self.settings, cached_only=True)
         if dataset is None:  # the next visitor reads it again, and a session is made ahead after that
             return
-        if PAGES_OPENING.any():  # its making would hold up their answers: later
+        if PAGES_OPENING.any() or time.monotonic() - BrowsersHeard.last_heard < QUIET_FOR_S:  # it would hold them up
             self.later()
             return
         with dataset.indexed.unless_busy() as free:
@@ -187,9 +191,19 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
     return once
 
 
+class BrowsersHeard(WSHandler):
+    """Panel's websocket handler, which notes when a browser last sent something (``last_heard``, monotonic)."""
+
+    last_heard: ClassVar[float] = float("-inf")
+
+    async def on_message(self, fragment: str | bytes) -> None:
+        BrowsersHeard.last_heard = time.monotonic()
+        await super().on_message(fragment)
+
+
 def hand_out_sessions_made_ahead(spare: SpareSession) -> None:
-    """Serve a page's first request with ``MadeAheadDocHandler`` (before the server is made): Panel puts its own
-    ``DocHandler`` in Bokeh's routes the same way."""
+    """Serve a page's first request with ``MadeAheadDocHandler``, and its websocket with ``BrowsersHeard`` (before
+    the server is made): Panel puts its own handlers in Bokeh's routes the same way."""
     MadeAheadDocHandler.spare = spare
-    per_app_patterns[:] = [(route, MadeAheadDocHandler if handler is DocHandler else handler)
-                           for route, handler in per_app_patterns]  # fmt: skip
+    ours = {DocHandler: MadeAheadDocHandler, WSHandler: BrowsersHeard}
+    per_app_patterns[:] = [(route, ours.get(handler, handler)) for route, handler in per_app_patterns]

@@ -55,7 +55,7 @@ FIRST_ROW_FRAME = f"""(() => {{
 }})();"""
 # Two lassos on the decision graph, alternated so every release changes the picture.
 LASSOS = ([(0.5, 0.5), (0.5, 0.0), (1.0, 0.0), (1.0, 0.5)], [(0.3, 0.8), (0.3, 0.0), (1.0, 0.0), (1.0, 0.8)])
-VISITORS_APART_S = 5.0  # more than the server takes to make the next visitor's session ahead (3 s after the last)
+VISITORS_APART_S = 5.0  # more than the server takes to make the next visitor's session ahead (1-2 s after the last)
 
 
 def blobs(n: int, seed: int = 0) -> pd.DataFrame:
@@ -163,7 +163,7 @@ def second_session(browser, folder: Path, n: int = 1_000_000) -> list[dict]:
         for _ in range(3):  # visitors some seconds apart: each finds the session the server made ahead for it
             time.sleep(VISITORS_APART_S)
             idle.append(load_seconds())
-        right_behind = [load_seconds() for _ in range(3)]  # each right behind the last: its session is made as it asks
+        right_behind = [load_seconds() for _ in range(3)]  # each right behind the last: its session is still to be made
         busy = []
         for path in paths:
             first = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -184,9 +184,9 @@ def second_session(browser, folder: Path, n: int = 1_000_000) -> list[dict]:
              "median s": statistics.median(s for s, _ in idle), "engine s": float("nan"), "target s": 2.0},
             {"N": "(idle)", "dc": "2% rule", "action": "the server's answer to it on an idle server",
              "median s": statistics.median(a for _, a in idle), "engine s": float("nan"), "target s": float("nan")},
-            {"N": "(idle)", "dc": "2% rule", "action": "the same, a visitor right behind another (no session made ahead)",
+            {"N": "(idle)", "dc": "2% rule", "action": "the same, a visitor right behind another (its session not made ahead yet)",
              "median s": statistics.median(s for s, _ in right_behind), "engine s": float("nan"), "target s": 2.0},
-            {"N": "(idle)", "dc": "2% rule", "action": "the server's answer to it (the session made as it asks)",
+            {"N": "(idle)", "dc": "2% rule", "action": "the server's answer to it (its session still to be made)",
              "median s": statistics.median(a for _, a in right_behind), "engine s": float("nan"), "target s": float("nan")}]  # fmt: skip
 
 

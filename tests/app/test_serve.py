@@ -8,6 +8,7 @@ import logging
 import re
 import socket
 import threading
+import time
 import weakref
 
 import panel as pn
@@ -240,10 +241,10 @@ def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, m
 @pytest.fixture
 def serving(cache, monkeypatch):
     """``run(scenario)``: the app's server as ``dpstudio serve`` makes it (``app_server``), in this process on an event
-    loop of its own, on the blobs sample, sessions made ahead 0.05 s after one is taken; ``scenario(server, spare, url)`` is awaited on
+    loop of its own, on the blobs sample, the session made ahead looked after every 0.05 s; ``scenario(server, spare, url)`` is awaited on
     that loop. Bokeh's routes and the handler's spare are put back after the test."""
     pn.extension(notifications=False)
-    monkeypatch.setattr(made_ahead, "SPARE_AFTER_S", 0.05)
+    monkeypatch.setattr(made_ahead, "SPARE_CHECK_S", 0.05)
     monkeypatch.setattr(made_ahead.MadeAheadDocHandler, "spare", None)
     routes = list(per_app_patterns)
 
@@ -321,14 +322,24 @@ def test_a_visitor_is_handed_the_session_made_ahead_with_the_visitors_own_reques
     assert opened == ["session opened; its page made ahead", "session opened; its page made as it asked"]
 
 
-def test_the_session_made_ahead_waits_for_pages_opening_and_for_work_on_its_index_and_goes_with_its_data_set(serving, cache, monkeypatch):
-    """None is made while a page opens or while another thread holds the initial data set's index (the loop
-    never waits for either); the one made is dropped once the cache drops its data set (its page closed, Bokeh
-    asked to end it), and none is made while the cache lacks it; a visitor whose initial data set is another
-    object than the one made on (a served file rewritten since) gets a session made for it."""
+def test_the_session_made_ahead_waits_for_pages_opening_quiet_browsers_and_work_on_its_index_and_goes_with_its_data_set(
+        serving, cache, monkeypatch):  # fmt: skip
+    """None is made while a page opens, until no browser has sent anything for QUIET_FOR_S (its making holds the
+    event loop, which a gesture would wait for), or while another thread holds the initial data set's index (the
+    loop never waits for either); the one made is dropped once the cache drops its data set (its page closed, Bokeh
+    asked to end it), and none is made while the cache lacks it; a visitor whose initial data set is another object
+    than the one made on (a served file rewritten since) gets a session made for it."""
+    monkeypatch.setattr(made_ahead, "QUIET_FOR_S", 0.5)
+    monkeypatch.setattr(made_ahead.BrowsersHeard, "last_heard", float("-inf"))
 
     async def visits(server, spare, url):
         await until(lambda: spare._session is not None)
+        spare.take()
+        made_ahead.BrowsersHeard.last_heard = time.monotonic()  # a browser's message, a gesture say
+        await asyncio.sleep(0.3)
+        assert spare._session is None
+        await until(lambda: spare._session is not None)
+        assert time.monotonic() - made_ahead.BrowsersHeard.last_heard >= 0.5
         dropped, dropped_page = spare._session, spare._page
         cache._datasets.clear()  # the cache drops the sample
         await until(lambda: spare._session is None)
