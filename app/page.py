@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -800,7 +801,7 @@ class StudioPage:
         self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
 
     def _load_upload(self, filename: str, content: bytes | str, progress=None) -> None:
-        self._box_lists = filename  # (until another data set is shown)
+        self._box_lists = Path(filename).name  # as FilePond names it (the server is given a folder dropped with it too)
         try:
             if isinstance(content, str):  # FileDropper decodes text files that are valid UTF-8
                 content = content.encode()

@@ -213,14 +213,13 @@ def app_server(cache: DatasetCache, settings: PageSettings, *, port: int, addres
     """The app's Panel server, not started, and the next visitor's session it makes ahead (the first soon after its
     loop starts, in each process of ``num_procs``)."""
     spare = SpareSession(cache, settings, handed_out)
-    hand_out_sessions_made_ahead(spare)
+    hand_out_sessions_made_ahead()
     server = pn.serve(
         {"/": make_app(spare)}, port=port, address=address, show=show, title="dpstudio", start=False, verbose=False,
         num_procs=num_procs, websocket_max_message_size=2 * UPLOAD_CHUNK + 2**20,  # a chunk in base64
         allow_websocket_origin=allow_websocket_origin,
     )  # fmt: skip
-    # Bokeh's application for the page's path, as Panel itself reads it
-    server.io_loop.add_callback(spare.start, server._tornado.applications["/"])
+    server.io_loop.add_callback(spare.start, server._tornado)  # (Panel reads Bokeh's server likewise)
     return server, spare
 
 

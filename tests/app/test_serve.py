@@ -240,20 +240,20 @@ def test_panels_busy_timer_keeps_no_sessions_document(started_before_sessions, m
 
 @pytest.fixture
 def serving(cache, monkeypatch):
-    """``run(scenario)``: the app's server as ``dpstudio serve`` makes it (``app_server``), in this process on an event
-    loop of its own, on the blobs sample, the session made ahead looked after every 0.05 s; ``scenario(server, spare, url)`` is awaited on
-    that loop. Bokeh's routes and the handler's spare are put back after the test."""
+    """``run(scenario, settings)``: the app's server as ``dpstudio serve`` makes it (``app_server``), in this process
+    on an event loop of its own, its initial data set read as the server's warm-up reads it, the session made ahead
+    looked after every 0.05 s; ``scenario(server, spare, url)`` is awaited on that loop. Bokeh's routes are put back
+    after the test."""
     pn.extension(notifications=False)
     monkeypatch.setattr(made_ahead, "SPARE_CHECK_S", 0.05)
-    monkeypatch.setattr(made_ahead.MadeAheadDocHandler, "spare", None)
     routes = list(per_app_patterns)
 
-    def run(scenario) -> None:
-        cache.sample("blobs")  # as the server's warm-up reads it
+    def run(scenario, settings: PageSettings = PageSettings()) -> None:
+        made_ahead.initial_dataset(cache, settings)
 
         async def served():
             port = free_port("localhost")
-            server, spare = serve_module.app_server(cache, PageSettings(), port=port)
+            server, spare = serve_module.app_server(cache, settings, port=port)
             server.start()
             try:
                 await scenario(server, spare, f"http://localhost:{port}/")
@@ -278,38 +278,38 @@ async def until(condition, seconds: float = 30.0) -> None:
         await asyncio.sleep(0.02)
 
 
-async def session_answering(url: str) -> tuple[str, dict]:
+async def session_answering(url: str, **headers) -> tuple[str, dict]:
     """The id of the session a page's first request was answered with, and its token's payload."""
-    html = (await AsyncHTTPClient().fetch(url)).body.decode()
+    html = (await AsyncHTTPClient().fetch(url, headers=headers)).body.decode()
     token = re.search(r'"token":"([^"]+)"', html).group(1)
     return get_session_id(token), get_token_payload(token)
 
 
 def test_a_visitor_is_handed_the_session_made_ahead_with_the_visitors_own_request(serving, monkeypatch, caplog):
     """The next visitor's session is made whole (page and Bokeh models) before the visitor asks, in no session's
-    context, and handed to the next page request as it is, with that request's token and arguments (its query,
-    which the page opens once its browser is ready); it opens from then, counts as a visitor's page, and stays
-    until its browser joins it or HANDED_OUT_HELD_S have passed. A request that asks Panel for a theme gets a
+    context, and handed to the next page request as it is, with that request's token, cookies and arguments (its
+    query, which the page opens once its browser is ready), and Bokeh's 15 s for its browser to join it counted
+    from then; it opens from then and counts as a visitor's page. A request that asks Panel for a theme gets a
     session made for it."""
-    monkeypatch.setattr(made_ahead, "HANDED_OUT_HELD_S", 0.3)
     made_in = []
     monkeypatch.setattr(made_ahead, "StudioPage", lambda *args: made_in.append(pn.state.curdoc) or StudioPage(*args))
 
     async def visits(server, spare, url):
         await until(lambda: spare._session is not None)
         made, page = spare._session, spare._page
-        assert made_in == [None] and made.expiration_blocked  # (else Bokeh ends it 15 s after its making)
+        assert made.expiration_blocked  # (else Bokeh ends it 15 s after its making)
         assert page not in serve_module.OPEN_PAGES and not priority.PAGES_OPENING.any()
-        session_id, payload = await session_answering(url + "?sample=moons&dc=0.5")
+        await asyncio.sleep(0.2)
+        session_id, payload = await session_answering(url + "?sample=moons&dc=0.5", Cookie="seen=1")
         assert session_id == made.id and spare._session is None
         asked = {"sample": [b"moons"], "dc": [b"0.5"]}
-        assert made.document.session_context.request.arguments == asked and payload["arguments"] == asked
+        context = made.document.session_context
+        assert context.request.arguments == asked and context.token_payload == payload and payload["arguments"] == asked
+        assert context.request.cookies == {"seen": "1"} and context.request.headers["Cookie"] == "seen=1"
         with set_curdoc(made.document):
             assert pn.state.session_args == asked  # what the page opens at its browser's "ready"
         assert priority.PAGES_OPENING.any() and page in serve_module.OPEN_PAGES
-        assert made.expiration_blocked
-        await asyncio.sleep(0.4)  # no browser joined it
-        assert not made.expiration_blocked
+        assert not made.expiration_blocked and made.milliseconds_since_last_unsubscribe < 150  # made 0.2 s before
         priority.PAGES_OPENING.opened(made.document)
         await until(lambda: spare._session is not None)  # the next one
         following = spare._session
@@ -318,8 +318,36 @@ def test_a_visitor_is_handed_the_session_made_ahead_with_the_visitors_own_reques
 
     with caplog.at_level("INFO", logger="dpstudio"):
         serving(visits)
+    assert made_in == [None, None]  # the two made ahead: in no session's context
     opened = [record.getMessage() for record in caplog.records if record.getMessage().startswith("session opened")]
     assert opened == ["session opened; its page made ahead", "session opened; its page made as it asked"]
+
+
+def test_a_served_file_gone_drops_the_session_made_ahead_on_it(serving, cache, tmp_path):
+    """``dpstudio serve PATH`` with PATH deleted: the session made ahead on it is dropped at the next visit, which
+    is answered as before the sessions were made ahead (a page saying why it has none); the next one is made once
+    the file is back."""
+    path = tmp_path / "served.csv"
+    path.write_text("x,y\n" + "".join(f"{i % 7},{i % 5}\n" for i in range(200)))
+
+    async def visits(server, spare, url):
+        await until(lambda: spare._session is not None)
+        made, page = spare._session, spare._page
+        path.unlink()
+        answer = await AsyncHTTPClient().fetch(url, raise_error=False)
+        assert answer.code == 200  # a session made for it, whose page says why it has no data (Panel's alert)
+        assert page.closed and made.expiration_requested and not made.expiration_blocked and spare._session is None
+        for session in server.get_sessions():
+            priority.PAGES_OPENING.opened(session.document)
+        await asyncio.sleep(0.3)
+        assert spare._session is None  # none while the file is gone
+        path.write_text("x,y\n" + "".join(f"{i % 7},{i % 5}\n" for i in range(200)))
+        await session_answering(url)  # the file read again
+        for session in server.get_sessions():
+            priority.PAGES_OPENING.opened(session.document)
+        await until(lambda: spare._session is not None)
+
+    serving(visits, PageSettings(initial_path=str(path)))
 
 
 def test_the_session_made_ahead_waits_for_pages_opening_quiet_browsers_and_work_on_its_index_and_goes_with_its_data_set(
