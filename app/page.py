@@ -926,6 +926,8 @@ class StudioPage:
             percent = float(text)
         except ValueError:
             raise ValueError(f"the percent must be a number, got {text!r}") from None
+        if not 0 < percent < 100:  # said in the box's words (the engine's name its parameter, dc_percent)
+            raise ValueError(f"the percent must be more than 0 and less than 100, got {text.strip()}")
         self.session.set_dc(dc_percent=percent, progress=progress)
 
     def _show_pointed(self, *events) -> None:

@@ -296,6 +296,16 @@ def test_the_dc_box_sent_back_unchanged_or_emptied_keeps_the_dc_and_its_percent_
     assert run_queued(asyncio.new_event_loop(), queued) == [True, True] and page.session.dc == dc
 
 
+def test_a_percent_out_of_range_is_refused_in_the_boxs_words(page, queued):
+    """The page said "dc_percent must be in (0, 100), got 200.0": the engine's parameter, not the box's words."""
+    dc, loop = page.session.dc, asyncio.new_event_loop()
+    for typed in ("200", "0", " nan"):
+        page.dc_percent.value = typed
+        assert run_queued(loop, queued) == [False] and page.session.dc == dc
+        assert f"the percent must be more than 0 and less than 100, got {typed.strip()}" in page.alert.object
+        queued.clear()
+
+
 def test_the_sliders_range_widened_for_a_refused_dc_goes_back_when_it_comes_late(page, queued):
     """Panel's box widens the browser's slider to a dc typed beyond it, and that range reaches the server after the
     dc: where the refusal came first, the slider kept the range to 1e30 and its handle stayed at the far left (a

@@ -290,7 +290,7 @@ def test_a_refused_percent_is_said_in_view_of_its_box(page: Page, server):
     page.mouse.wheel(0, 600)  # the page's top out of view
     type_into(percent_field(page), "150")
     alert = page.locator(".alert", has_text="Changing dc failed")
-    expect(alert).to_contain_text("dc_percent must be in (0, 100), got 150", timeout=TIMEOUT_MS)
+    expect(alert).to_contain_text("the percent must be more than 0 and less than 100, got 150", timeout=TIMEOUT_MS)
     assert page.evaluate("window.scrollY") > 0
     top = alert.bounding_box()["y"]
     assert 0 <= top < 100, top  # at the top of the window, not of the page
