@@ -52,7 +52,8 @@ def initial_dataset(cache: DatasetCache, settings: PageSettings, cached_only: bo
 
 class SpareSession:
     """The next visitor's session, made on the event loop on the initial data set while the cache holds it, while
-    no page is opening and no work holds that data set's index (the loop never waits for either); dropped once
+    no page is opening, no browser has spoken for QUIET_FOR_S and no work holds that data set's index (the loop
+    never waits for either); dropped once
     the cache no longer holds its data set (so it never keeps one the cache let go), or where a visitor's initial
     data set is another one (a served file rewritten or gone since). ``start`` it with the server;
     ``handed_out(document, page)`` is called as a visitor is given one."""
