@@ -38,6 +38,8 @@ SPARE_CHECK_S = 0.5  # how often the next visitor's session is looked after: mad
 # its making holds the event loop for 0.5-1 s, and a gesture meanwhile waits for it: made only once no browser has
 # sent anything (a gesture, the mouse over a plot, a page's sizes) for this long
 QUIET_FOR_S = 1.0
+# what Panel itself reads from a page's query, as it makes a session's models (not the app's)
+PANELS_OWN_QUERY = frozenset({"theme"})
 # the page of the session being made ahead, for the app's factory: set in the making's own task (no visitor's)
 PAGE_MADE_AHEAD: contextvars.ContextVar[StudioPage | None] = contextvars.ContextVar("page_made_ahead", default=None)
 
@@ -155,9 +157,9 @@ class MadeAheadDocHandler(DocHandler):
     spares: ClassVar[weakref.WeakKeyDictionary[ApplicationContext, SpareSession]] = weakref.WeakKeyDictionary()
 
     async def get_session(self) -> ServerSession:
-        # a link may name a session (its id or token), or ask Panel for a theme, which a session's models are made in
+        # a link may name a session (its id or token), or ask Panel for what a session's models are made with
         arguments, headers = self.request.arguments, self.request.headers
-        asks = {"bokeh-token", "bokeh-session-id", "theme"} & set(arguments) or "Bokeh-Session-Id" in headers
+        asks = {"bokeh-token", "bokeh-session-id", *PANELS_OWN_QUERY} & set(arguments) or "Bokeh-Session-Id" in headers
         spare = None if asks else self.spares.get(self.application_context)
         taken = None if spare is None else spare.take()
         if taken is None:

@@ -28,7 +28,7 @@ from .document import (
     tabs_by_keyboard,
     walks_only_when_changed,
 )
-from .made_ahead import PAGE_MADE_AHEAD, SpareSession, hand_out_sessions_made_ahead, initial_dataset
+from .made_ahead import PAGE_MADE_AHEAD, PANELS_OWN_QUERY, SpareSession, hand_out_sessions_made_ahead, initial_dataset
 from .page import UPLOAD_CHUNK, PageSettings, StudioPage
 from .plot_frame import PLOT_SIZE
 from .plots import shade_categories, start_shading_threads
@@ -89,8 +89,9 @@ def make_app(spare: SpareSession):
 
 
 def open_query(page: StudioPage) -> None:
-    """Show what the session's address asks for (a sample, a method, its parameters)."""
-    arguments = pn.state.session_args or {}
+    """Show what the session's address asks for (a sample, a method, its parameters); Panel's own (a theme) are
+    Panel's (a dark link said "unknown URL parameter 'theme'" and dropped the link's parameters)."""
+    arguments = {name: values for name, values in (pn.state.session_args or {}).items() if name not in PANELS_OWN_QUERY}
     page.open_query({name: [v.decode(errors="replace") for v in values] for name, values in arguments.items()})
 
 

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import weakref
+from types import SimpleNamespace
 
 import panel as pn
 import pytest
@@ -438,6 +439,16 @@ def test_a_session_holds_other_sessions_work_back_from_its_first_request_until_i
         assert not priority.PAGES_OPENING.any()
 
     in_a_thread(asyncio.run, sessions())
+
+
+def test_a_links_query_reaches_the_page_without_panels_own_parameters():
+    """``?theme=dark`` is Panel's: the page said "unknown URL parameter 'theme'" and dropped the link's own."""
+    asked, document = [], Document()
+    link = {"sample": [b"moons"], "eps": [b"0.15"], "theme": [b"dark"]}
+    document._session_context = lambda: SimpleNamespace(request=SimpleNamespace(arguments=link))  # as Bokeh's weakref
+    with set_curdoc(document):
+        serve_module.open_query(SimpleNamespace(open_query=asked.append))
+    assert asked == [{"sample": ["moons"], "eps": ["0.15"]}]
 
 
 def test_only_a_visitors_session_is_logged_as_ended(cache, monkeypatch, caplog):

@@ -44,6 +44,9 @@ def test_a_url_opens_a_sample_with_its_parameters_and_a_bad_one_says_why(page: P
     open_app(page, f"{server.url}/?sample=moons&method=dbscan&eps=1e9")  # the slider's label wrote 1000000000
     expect(page.locator(".bk-slider-title", has_text="log scale")).to_have_text("ε (log scale: drag, the points follow): 1e9",
                                                                                timeout=TIMEOUT_MS)  # fmt: skip
+    open_app(page, f"{server.url}/?sample=nested&theme=dark")  # Panel's theme: "unknown URL parameter 'theme'"
+    expect(data_set_info(page)).to_contain_text("nested", timeout=TIMEOUT_MS)
+    expect(page.get_by_text("Opening the URL's parameters failed")).to_have_count(0)
 
 
 def test_a_link_opened_on_the_session_made_ahead_for_it_shows_the_links_state(page: Page, server):
