@@ -67,6 +67,10 @@ PHASES = {"read": "Reading data", "index": "Building the index", "rho": "Computi
 METHOD_NAMES = {"DPC": "dpc", "DBSCAN": "dbscan", "HDBSCAN": "hdbscan"}
 ADDRESS_FOLLOWS = ("const query = cb_obj.value.slice(cb_obj.value.indexOf(' ') + 1);"  # after the revision
                    "window.history.replaceState(window.history.state, '', window.location.pathname + query + window.location.hash)")
+# the data-set list set to the data set shown, in the browser too: a link's data set, shown as the visitor chose
+# another, crossed the choice on its way to the browser, and the list went on naming the link's beside the choice's
+# clusters (the server's list already held the choice, so showing it changed, and sent, nothing)
+LIST_NAMES_THE_SHOWN = "list.value = cb_obj.value.slice(cb_obj.value.indexOf(' ') + 1);"
 # the upload box emptied of the files it has sent with FilePond's own calls (Panel's FileDropper cannot be cleared
 # from the server): it went on listing the last file, "Sent", while a sample was shown. A file on its way stays
 EMPTY_THE_UPLOAD_BOX = """
@@ -169,7 +173,8 @@ class StudioPage:
         self._workers = 0  # actions running in a worker thread now
         self._switches_queued = 0  # method switches clicked and not yet run (counted on the event loop)
         self._method_wanted = self.studio.method  # what the method buttons show: the last one clicked, while queued
-        self._sample_wanted: str | None = None  # the data set chosen last in the list
+        self._sample_wanted: str | None = None  # the data set chosen in the list and waiting to be loaded
+        self._visitor_chose = False  # a data set chosen in the list: a link's parameters not yet opened are stale
         self.work = Activity()  # one action at a time per session; others wait their turn
         self.sweeping = Activity()  # the dc sweep runs beside them, with its own progress
         self._wanted: dict[str, tuple] = {}  # the latest value of each followed stream (see follow)
@@ -189,6 +194,8 @@ class StudioPage:
         # "N name": the N-th time the box is to let go of the file it lists, by name
         self.upload_emptied = pn.widgets.TextInput(visible=False)
         self.upload_emptied.jscallback(value=EMPTY_THE_UPLOAD_BOX, args={"box": self.upload})
+        self.sample_shown = pn.widgets.TextInput(visible=False)  # "N entry": the N-th data set shown, as the list names it
+        self.sample_shown.jscallback(value=LIST_NAMES_THE_SHOWN, args={"list": self.sample})
         self.upload_note = pn.pane.Markdown(
             f"CSV, TSV, TXT (gzipped too: .csv.gz), Parquet or NPY, up to {self.settings.max_upload_bytes / 2**20:g} MB. "
             "Every numeric column is a feature until you choose; each is z-scored while Standardize is ticked.",
@@ -409,7 +416,7 @@ class StudioPage:
         # the other methods' controls, hidden at first, join the page when first shown (as their plots do)
         self.method_controls = {"dbscan": Deferred(lambda: [self.dbscan.panel]), "hdbscan": Deferred(lambda: [self.hdbscan.panel])}
         sidebar = pn.Column(
-            "### Data", self.sample, self.upload, self.upload_emptied, self.upload_note, self.dataset_info, self.features, self.standardize,
+            "### Data", self.sample, self.sample_shown, self.upload, self.upload_emptied, self.upload_note, self.dataset_info, self.features, self.standardize,
             self.use_features, self.x_axis, self.y_axis, self.embed,
             "### Method", self.method, self.dpc_panel, self.method_controls["dbscan"].column,
             self.method_controls["hdbscan"].column,
@@ -636,7 +643,10 @@ class StudioPage:
     def _open_url(self, document: dict | None, fallbacks: list[dict], method: str, refused: str = "", progress=None) -> None:
         """A URL's session document (None: ``refused`` as it was read); where the data set refuses it too (a
         min_samples above its size, a column the sample lacks), the first of ``fallbacks`` it does not refuse, and
-        the refusal raised for the page to say, with what it shows (of the data set and the ``method`` asked for)."""
+        the refusal raised for the page to say, with what it shows (of the data set and the ``method`` asked for).
+        Not where the visitor has chosen a data set in the list before it could open: theirs stands."""
+        if self._visitor_chose:
+            return
         if document is not None:
             try:
                 return self._apply_session(document, progress)
@@ -789,8 +799,12 @@ class StudioPage:
             self._start("Loading", self._load_upload, filename, content, asked_on=None)
 
     def _sample_chosen(self, event) -> None:
-        if event.new != self._choice(self.studio.dataset):  # not just the list following what is shown
-            self._sample_wanted = event.new
+        shown = self._choice(self.studio.dataset)
+        if event.new == (self._sample_wanted or shown):  # the list following what is shown, or the choice waiting
+            return
+        self._visitor_chose = True
+        self._sample_wanted = None if event.new == shown else event.new  # (the one shown chosen back: none waits)
+        if self._sample_wanted is not None:
             self._start("Loading", self._load_sample, event.new, asked_on=None)
 
     def _load_sample(self, choice: str, progress=None) -> None:
@@ -798,7 +812,11 @@ class StudioPage:
         through the list asked for every set on the way, and each was loaded)."""
         if choice != self._sample_wanted:
             return
-        self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
+        try:
+            self._load(self.cache.sample(choice, progress=progress) if choice in sample_data.SAMPLES else self._your_file, progress)
+        finally:
+            if self._sample_wanted == choice:  # shown (or refused): no longer waiting
+                self._sample_wanted = None
 
     def _load_upload(self, filename: str, content: bytes | str, progress=None) -> None:
         self._box_lists = Path(filename).name  # as FilePond names it (the server is given a folder dropped with it too)
@@ -840,11 +858,14 @@ class StudioPage:
         self.embed.disabled = len(points.columns) < 2  # the one feature is drawn against its input row already
         from_file = self._your_file is not None and dataset.original is self._your_file
         if self._box_lists is not None and not from_file:  # the file it lists is shown no longer
-            times = int(self.upload_emptied.value.partition(" ")[0] or 0) + 1
-            self.upload_emptied.value, self._box_lists = f"{times} {self._box_lists}", None
+            self.upload_emptied.value, self._box_lists = _numbered(self.upload_emptied.value, self._box_lists), None
         your_file = [self._choice(self._your_file)] if self._your_file else []
         edited = [dataset.name] if dataset.base is not None else []
-        self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._choice(dataset))
+        # the list names the data set shown, or the one chosen that waits to be loaded (which the browser shows)
+        shown = self._choice(dataset)
+        self.sample.param.update(options=[*sample_data.SAMPLES, *your_file, *edited], value=self._sample_wanted or shown)
+        if self._sample_wanted in (None, shown):
+            self.sample_shown.value = _numbered(self.sample_shown.value, shown)
         self.save_session.filename = saved_name(self.studio)
         self.features.param.update(options=list(dataset.available), value=list(points.columns))
         self.standardize.value = dataset.standardized
@@ -1176,6 +1197,12 @@ def _side_by_side(*columns: pn.Column, basis: int) -> pn.Row:
 
 def _plot_pane(plot, name: str) -> pn.pane.HoloViews:
     return pn.pane.HoloViews(plot, sizing_mode="stretch_width", name=name, linked_axes=False)  # no shared dimensions
+
+
+def _numbered(previous: str, text: str) -> str:
+    """``"N text"``, N one more than ``previous``'s: a hidden widget's value that changes (and reaches the browser's
+    callback) even where its text does not."""
+    return f"{int(previous.partition(' ')[0] or 0) + 1} {text}"
 
 
 def _percent_text(percent: float | None) -> str:

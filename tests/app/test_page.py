@@ -486,6 +486,38 @@ def test_what_was_asked_for_on_a_data_set_is_dropped_when_another_loads_first(ca
     loop.close()
 
 
+def test_a_data_set_chosen_while_a_link_opens_is_the_one_shown_and_named(cache, page, queued):
+    """A link's data set shown while the visitor's choice waited set the list back to the link's: Panel took the
+    choice's own value, sent next, for its echo and dropped it, and the list named nested beside moons' clusters (5
+    of 12 tries in a browser). The list names the choice waiting; the choice stands over a link not yet opened."""
+    loop = asyncio.new_event_loop()
+    page.sample.value = "moons"  # chosen while the link's data set was loading
+    page.studio.load(cache.sample("nested"))  # the link's, shown
+    assert page.sample.value == "moons" and "nested" in page.dataset_info.object
+    run_queued(loop, queued)
+    assert page.studio.dataset is cache.sample("moons") and page.sample.value == "moons"
+    for chosen_first in (True, False):  # on a new page, the link's parameters queued after the choice, or before it
+        queued.clear()
+        fresh = StudioPage(cache, PageSettings(), cache.sample("blobs"))
+        if chosen_first:
+            fresh.sample.value = "moons"
+        fresh.open_query({"sample": ["nested"], "method": ["dbscan"]})
+        if not chosen_first:
+            fresh.sample.value = "moons"
+        assert run_queued(loop, queued) == [True, True]
+        assert fresh.studio.dataset is cache.sample("moons") and fresh.sample.value == "moons" and fresh.studio.method == "dpc"
+        fresh.close()
+    queued.clear()
+    page.sample.value = "nested"
+    page.sample.value = "moons"  # chosen back before nested loads: nothing to load
+    assert run_queued(loop, queued) == [True]
+    assert page.studio.dataset is cache.sample("moons") and page.sample.value == "moons"
+    page.sample.value = "nested"  # and the list follows what is shown as before
+    run_queued(loop, queued[1:])
+    assert page.studio.dataset is cache.sample("nested") and page.sample.value == "nested"
+    loop.close()
+
+
 def test_method_clicks_during_a_load_end_on_the_last_one_clicked_on_the_new_data_set(cache, page, queued):
     """Clicks on DBSCAN, HDBSCAN and DPC queued behind a load were dropped as asked for on the old data set, and the
     page ended on a method clicked before the last one, with a red message; a click back to DPC, the method shown
